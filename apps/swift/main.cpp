@@ -1,0 +1,68 @@
+// The swift binary: picks the subcommand from an explicit table, runs its recipe, and turns errors into
+// `error:` + `hint:` lines and exit codes (2 usage/config, 3 data/IO, 4 device/distributed, 1 internal).
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "swift/cli/flags.h"
+#include "swift/core/error.h"
+#include "swift/recipes/commands.h"
+
+
+namespace {
+
+void print_usage() {
+  std::cout << "swift " << SWIFT_VERSION << ": native LLM fine-tuning toolkit (ms-swift command lines, LibTorch)\n\n"
+            << "usage: swift <command> [config.yaml] [--flag value ...]\n\ncommands:\n";
+  for (const auto& c : swift::recipes::commands()) std::printf("  %-8s %s\n", c.name.c_str(), c.summary.c_str());
+  std::cout << "\n'swift <command> --help' lists a command's flags. 'swift --version' prints the version.\n";
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    if (args.size() < 2) {
+      print_usage();
+      return args.empty() ? 2 : 0;
+    }
+    args = {args[1], "--help"};
+  }
+  if (args[0] == "--version" || args[0] == "-V" || args[0] == "version") {
+    std::cout << "swift " << SWIFT_VERSION << "\n";
+    return 0;
+  }
+  const auto& table = swift::recipes::commands();
+  for (const auto& c : table) {
+    if (c.name != args[0]) continue;
+    std::vector<std::string> rest(args.begin() + 1, args.end());
+    if (swift::cli::wants_help(rest)) {
+      std::cout << swift::cli::format_help(c.name, c.summary, c.flags());
+      return 0;
+    }
+    return c.run(rest);
+  }
+  std::vector<std::string> names;
+  for (const auto& c : table) names.push_back(c.name);
+  const std::string best = swift::cli::closest_match(args[0], names);
+  throw swift::UsageError("unknown command '" + args[0] + "'",
+                          (best.empty() ? std::string() : "did you mean 'swift " + best + "'? ") +
+                              "'swift --help' lists the commands");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const swift::UserError& e) {
+    std::fprintf(stderr, "error: %s\n", e.message().c_str());
+    if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
+    return static_cast<int>(e.code());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: internal error: %s\n", e.what());
+    std::fprintf(stderr, "hint: this is a bug in swift; please report it with the command line\n");
+    return static_cast<int>(swift::ExitCode::kInternal);
+  }
+}

@@ -1,0 +1,50 @@
+# Finds every dependency once. LibTorch: pass -DCMAKE_PREFIX_PATH=<torch cmake prefix>, or let us ask the
+# project's virtual environment (.venv) or python3 for torch.utils.cmake_prefix_path.
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+if(NOT Torch_DIR)
+  foreach(py ${CMAKE_SOURCE_DIR}/.venv/bin/python python3)
+    execute_process(COMMAND ${py} -c "import torch.utils; print(torch.utils.cmake_prefix_path)"
+                    OUTPUT_VARIABLE _torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET
+                    RESULT_VARIABLE _torch_rc)
+    if(_torch_rc EQUAL 0 AND _torch_prefix)
+      list(APPEND CMAKE_PREFIX_PATH ${_torch_prefix})
+      message(STATUS "swift: LibTorch from ${py}: ${_torch_prefix}")
+      break()
+    endif()
+  endforeach()
+endif()
+
+# The PyPI torch build is CUDA-enabled; its CMake config wants the CUDA toolkit's headers to be findable.
+if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)
+endif()
+find_package(Torch 2.0 REQUIRED)
+message(STATUS "swift: Torch ${Torch_VERSION}")
+
+find_package(Threads REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(yaml-cpp REQUIRED)
+
+if(SWIFT_USE_JEMALLOC)
+  find_library(JEMALLOC_LIBRARY NAMES jemalloc)
+  if(JEMALLOC_LIBRARY)
+    message(STATUS "swift: jemalloc ${JEMALLOC_LIBRARY}")
+  endif()
+endif()
+
+set(SWIFT_WARNINGS -Wall -Wextra)
+
+# PyPI's torch finds its CUDA libraries (NCCL, cuDNN, ...) in site-packages/nvidia/*/lib through its own RPATH
+# at run time; the linker needs the same folders, or it picks older system copies (e.g. /usr/lib's NCCL).
+get_filename_component(_torch_pkg "${TORCH_INSTALL_PREFIX}" ABSOLUTE)
+file(GLOB _torch_nvidia_libs LIST_DIRECTORIES true "${_torch_pkg}/../nvidia/*/lib")
+foreach(dir ${_torch_nvidia_libs})
+  add_link_options("LINKER:-rpath-link,${dir}")
+endforeach()

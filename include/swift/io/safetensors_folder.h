@@ -1,0 +1,56 @@
+// Hugging Face model folders' weights: a single model.safetensors or a sharded set
+// (model.safetensors.index.json + model-0000K-of-0000N.safetensors).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "swift/io/safetensors.h"
+
+namespace swift::io {
+
+// The weights of a folder, opened lazily: name -> (file, entry). Tensors alias the mappings.
+class SafetensorsFolder {
+ public:
+  // Opens `dir`/model.safetensors.index.json (every shard it names must exist and hold exactly the tensors
+  // the weight_map gives it), else `dir`/model.safetensors, else every *.safetensors in the folder (a name
+  // in two files is an error). Throws DataError naming what is missing or inconsistent.
+  static SafetensorsFolder open(const std::filesystem::path& dir);
+  // True when the folder holds any safetensors weights.
+  static bool has_weights(const std::filesystem::path& dir);
+
+  std::vector<std::string> names() const;  // sorted
+  bool contains(const std::string& name) const { return where_.count(name) > 0; }
+  const TensorEntry& entry(const std::string& name) const;
+  at::Tensor get(const std::string& name) const;
+  const std::filesystem::path& file_of(const std::string& name) const;
+
+ private:
+  void add(std::shared_ptr<SafetensorsFile> file);  // throws DataError on a name already held
+  const SafetensorsFile& file_holding(const std::string& name) const;  // throws DataError if absent
+
+  std::filesystem::path dir_;
+  std::vector<std::shared_ptr<SafetensorsFile>> files_;
+  std::map<std::string, size_t> where_;  // name -> index in files_
+};
+
+// "5GB", "500MB", "1.5GiB", "100000" (bytes). Decimal units as Hugging Face: 1GB = 10^9, 1GiB = 2^30.
+// Throws UsageError naming `flag`.
+uint64_t parse_byte_size(const std::string& text, const std::string& flag = "--max_shard_size");
+
+// Saves as huggingface_hub's save_torch_state_dict does (split_torch_state_dict_into_shards): tensors are
+// walked in the given order and fill the current shard; a tensor that would overflow it closes it and starts
+// the next. A tensor larger than max_shard_bytes becomes a shard of its own at once, while the shard being
+// filled stays open and continues after it (so [a, BIG, b] gives shards [BIG], [a, b]). One shard is saved
+// as model.safetensors, more as model-0000K-of-0000N.safetensors plus model.safetensors.index.json
+// {"metadata": {"total_size": bytes}, "weight_map": {name: file}} (indent 2, in shard order). Sizes are the
+// tensors' bytes (numel * element size); tensors sharing storage are not grouped. Each file carries
+// {"format": "pt"}. Old model*.safetensors files and index in `dir` are removed first, as huggingface_hub
+// does. Writes into `dir` (which the caller usually makes atomic with AtomicDir); each file is atomic.
+void save_safetensors_folder(const std::filesystem::path& dir, const NamedTensors& tensors,
+                             uint64_t max_shard_bytes = 5000000000ULL);
+
+}  // namespace swift::io

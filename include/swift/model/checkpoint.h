@@ -1,0 +1,46 @@
+// Loading and saving Hugging Face model folders (config.json + safetensors, single or sharded).
+#pragma once
+
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "swift/model/decoder.h"
+
+namespace swift::model {
+
+struct LoadOptions {
+  // Weights' dtype. Default: the checkpoint's torch_dtype.
+  std::optional<c10::ScalarType> dtype;
+  // Default: CPU.
+  c10::Device device = c10::Device(c10::kCPU);
+  // For a folder with config.json but no weights: how to initialise (see init_weights.h). Empty means such a
+  // folder is an error.
+  std::string init_strategy;
+  uint64_t seed = 42;
+};
+
+// Builds the model from `dir`/config.json and fills it from the folder's safetensors: every parameter must be
+// present with its shape (tensors are cast to the target dtype). Missing, unexpected or misshapen tensors are
+// a DataError listing them. A tied lm_head.weight in the checkpoint is accepted and ignored.
+CausalLM load_model(const std::filesystem::path& dir, const LoadOptions& options = {});
+
+struct SaveOptions {
+  uint64_t max_shard_bytes = 5000000000ULL;  // --max_shard_size, default 5GB as transformers
+  std::optional<c10::ScalarType> dtype;      // cast on save; default the weights' dtype
+};
+
+// Writes config.json (torch_dtype updated), the weights (sharded past max_shard_bytes) into `dir`, atomically
+// (a temporary sibling renamed over `dir`). Files of `copy_from` that a model folder carries besides weights
+// and config (tokenizer files, generation_config.json, chat template, licences) are copied along.
+void save_model(CausalLM& model, const std::filesystem::path& dir, const SaveOptions& options = {},
+                const std::filesystem::path& copy_from = {});
+
+// Parameter count (tied weights once).
+int64_t count_parameters(CausalLM& model);
+
+}  // namespace swift::model

@@ -1,0 +1,141 @@
+// The decoder-only causal LM shared by every family (Llama, Qwen2, Qwen3, Mistral), as LibTorch modules
+// registered under Hugging Face's names, so named_parameters() keys are checkpoint keys:
+//   model.embed_tokens.weight, model.layers.N.self_attn.{q,k,v,o}_proj.{weight,bias},
+//   model.layers.N.self_attn.{q,k}_norm.weight, model.layers.N.mlp.{gate,up,down}_proj.weight,
+//   model.layers.N.{input,post_attention}_layernorm.weight, model.norm.weight, lm_head.weight (untied only).
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/pimpl.h>
+
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "swift/model/kv_cache.h"
+#include "swift/model/model_config.h"
+#include "swift/model/rope.h"
+
+namespace swift::model {
+
+// y = x W^T + b. Our own module (not torch::nn::Linear) so tuners can wrap it later without changing names.
+class LinearImpl : public torch::nn::Module {
+ public:
+  LinearImpl(int64_t in_features, int64_t out_features, bool bias, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x);  // x: [..., in] -> [..., out]
+  at::Tensor weight;  // [out, in]
+  at::Tensor bias;    // [out] or undefined
+};
+TORCH_MODULE(Linear);
+
+// RMSNorm computed in fp32 and cast back before the weight, as transformers' LlamaRMSNorm.
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x);
+  at::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+// Token embeddings: weight [V, C]; forward gathers rows.
+class EmbeddingImpl : public torch::nn::Module {
+ public:
+  EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& ids);  // ids: [B, T] -> [B, T, C]
+  at::Tensor weight;
+};
+TORCH_MODULE(Embedding);
+
+// What every attention layer of one forward pass shares.
+struct AttentionInputs {
+  at::Tensor cos, sin;  // [B, T, D] for this chunk's positions
+  // bool [B or 1, 1, T, S], true where query t may attend key s (S = cached + T keys). Undefined means the
+  // plain causal pattern: is_causal for a prefill (T > 1, nothing cached), everything for one new token.
+  at::Tensor full_mask;
+  at::Tensor sliding_mask;  // the same for sliding-window layers
+  KVCache* cache = nullptr;  // append this chunk's keys/values and attend over the whole cache
+  int64_t past_length = 0;   // keys already in the cache before this chunk
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  AttentionImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);  // x: [B, T, C]
+  Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};
+
+ private:
+  int64_t layer_index_, num_heads_, num_kv_heads_, head_dim_, sliding_window_;
+};
+TORCH_MODULE(Attention);
+
+class MLPImpl : public torch::nn::Module {
+ public:
+  MLPImpl(const ModelConfig& config, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x);  // down(silu(gate(x)) * up(x))
+  Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+};
+TORCH_MODULE(MLP);
+
+class DecoderLayerImpl : public torch::nn::Module {
+ public:
+  DecoderLayerImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);
+  Attention self_attn{nullptr};
+  MLP mlp{nullptr};
+  RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+};
+TORCH_MODULE(DecoderLayer);
+
+// "model": embeddings, layers, final norm.
+class DecoderBodyImpl : public torch::nn::Module {
+ public:
+  DecoderBodyImpl(const ModelConfig& config, const at::TensorOptions& options);
+  Embedding embed_tokens{nullptr};
+  torch::nn::ModuleList layers{nullptr};
+  RMSNorm norm{nullptr};
+};
+TORCH_MODULE(DecoderBody);
+
+// Inputs to CausalLM::forward.
+struct ForwardArgs {
+  at::Tensor input_ids;       // [B, T] int64
+  at::Tensor position_ids;    // [B, T] int64; default: past_length + arange(T), or from attention_mask
+  at::Tensor attention_mask;  // [B, S] (1 real, 0 pad) over cached + new tokens; optional
+  KVCache* cache = nullptr;   // optional; updated in place
+};
+
+class CausalLMImpl : public torch::nn::Module {
+ public:
+  // Parameters are allocated uninitialised with `options` (dtype, device): load or init them next.
+  explicit CausalLMImpl(ModelConfig config, const at::TensorOptions& options = {});
+
+  // Final hidden states [B, T, C] (after the last norm).
+  at::Tensor forward_hidden(const ForwardArgs& args);
+  // Logits [B, T, V] from hidden states [B, T, C], in the weights' dtype.
+  at::Tensor logits(const at::Tensor& hidden);
+  at::Tensor forward(const ForwardArgs& args) { return logits(forward_hidden(args)); }
+
+  // A cache sized for `batch` rows of up to `capacity` tokens, on the weights' device and dtype.
+  KVCache make_cache(int64_t batch, int64_t capacity) const;
+
+  const ModelConfig& config() const { return config_; }
+  c10::ScalarType dtype() const;
+  c10::Device device() const;
+
+  DecoderBody model{nullptr};
+  Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
+
+ private:
+  ModelConfig config_;
+  RotaryEmbedding rope_;
+};
+TORCH_MODULE(CausalLM);
+
+// position_ids for a (left-)padded attention_mask [B, S]: cumsum - 1, pads set to 1 (as transformers'
+// generate does), last T columns.
+at::Tensor position_ids_from_mask(const at::Tensor& attention_mask, int64_t length);
+
+}  // namespace swift::model

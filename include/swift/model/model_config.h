@@ -1,0 +1,77 @@
+// The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
+// (llama, qwen2, qwen3, mistral): they differ only in the flags below, set by the family registry.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::model {
+
+// RoPE and its scaling (config.json "rope_scaling" with "type"/"rope_type", or transformers v5's
+// "rope_parameters"). Field meanings follow transformers' modeling_rope_utils.
+struct RopeConfig {
+  std::string type = "default";  // default | linear | dynamic | llama3 | yarn
+  double theta = 10000.0;
+  double factor = 1.0;
+  // llama3
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 0;  // llama3, yarn; 0 = max_position_embeddings
+  // yarn
+  std::optional<double> attention_factor;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  std::optional<double> mscale;
+  std::optional<double> mscale_all_dim;
+  bool truncate = true;
+};
+
+struct ModelConfig {
+  std::string model_type;  // "llama", "qwen2", "qwen3", "mistral"
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;  // may differ from hidden_size / num_attention_heads (Qwen3)
+  double rms_norm_eps = 1e-6;
+  int64_t max_position_embeddings = 2048;
+  double initializer_range = 0.02;
+  std::string hidden_act = "silu";
+  RopeConfig rope;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // bias on q, k, v and o
+  bool qkv_bias = false;        // bias on q, k, v only (Qwen2)
+  bool mlp_bias = false;
+  bool qk_norm = false;         // RMSNorm over head_dim on q and k (Qwen3)
+  // Per layer: 0 = full causal attention, else the sliding window length (Mistral, Qwen2/3 with
+  // use_sliding_window). Size num_hidden_layers.
+  std::vector<int64_t> layer_sliding_window;
+  std::string torch_dtype = "float32";  // the checkpoint's stored dtype
+  std::optional<int64_t> bos_token_id;
+  std::vector<int64_t> eos_token_ids;
+  std::optional<int64_t> pad_token_id;
+
+  nlohmann::json raw;  // the file as read, written back on save (unknown fields kept)
+
+  int64_t q_dim() const { return num_attention_heads * head_dim; }
+  int64_t kv_dim() const { return num_key_value_heads * head_dim; }
+  bool any_sliding_window() const;
+};
+
+// Parses config.json content. `source` names the file in errors. Every problem found is reported at once in
+// one DataError. An unsupported model_type lists the supported ones.
+ModelConfig parse_model_config(const nlohmann::json& j, const std::string& source);
+// `dir`/config.json.
+ModelConfig load_model_config(const std::filesystem::path& dir);
+
+// The config.json to write next to saved weights: `raw` with torch_dtype updated.
+nlohmann::json model_config_to_json(const ModelConfig& config);
+
+}  // namespace swift::model

@@ -1,0 +1,38 @@
+// Rotary position embeddings with every scaling type transformers supports for our families
+// (default, linear, dynamic NTK, llama3, yarn), computed as transformers' modeling_rope_utils does.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <utility>
+
+#include "swift/model/model_config.h"
+
+namespace swift::model {
+
+class RotaryEmbedding {
+ public:
+  explicit RotaryEmbedding(const ModelConfig& config);
+
+  // cos, sin: [B, T, head_dim] in `dtype`, for position_ids [B, T] (int64, any device).
+  // Dynamic NTK rescales when max(position_ids) + 1 exceeds max_position_embeddings, as transformers does on a
+  // fresh model.
+  std::pair<at::Tensor, at::Tensor> cos_sin(const at::Tensor& position_ids, c10::ScalarType dtype) const;
+
+  // The inverse frequencies [head_dim / 2] (fp32, CPU) for a sequence of `seq_len` tokens, and the factor
+  // cos/sin are scaled by.
+  std::pair<at::Tensor, double> inv_freq(int64_t seq_len) const;
+
+ private:
+  RopeConfig rope_;
+  int64_t dim_;
+  int64_t max_position_embeddings_;
+  at::Tensor base_inv_freq_;  // for every type but dynamic beyond max_position_embeddings
+  double attention_factor_ = 1.0;
+};
+
+// q, k: [B, H, T, D]; cos, sin: [B, T, D]. Returns (q*cos + rotate_half(q)*sin, same for k).
+std::pair<at::Tensor, at::Tensor> apply_rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
+                                               const at::Tensor& sin);
+
+}  // namespace swift::model

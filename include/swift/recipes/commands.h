@@ -1,0 +1,32 @@
+// The subcommands of the `swift` binary: one recipe each (src/recipes/<name>.cpp), listed in one table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "swift/cli/flags.h"
+
+namespace swift::recipes {
+
+struct Command {
+  std::string name;
+  std::string summary;
+  std::vector<cli::FlagSpec> (*flags)();                 // the command's flag table (common flags included)
+  int (*run)(const std::vector<std::string>& args);      // args after the subcommand; returns the exit code
+};
+
+// Every command that works, in the order `swift --help` lists them.
+const std::vector<Command>& commands();
+
+// export: load a model folder (or initialise one from its config) and write it back as a Hugging Face folder.
+std::vector<cli::FlagSpec> export_flags();
+int run_export(const std::vector<std::string>& args);
+
+// Applies the flags every command shares (logging, threads) and returns the device to run on.
+struct CommonSetup {
+  std::string device;
+  int threads = 0;
+};
+CommonSetup apply_common_flags(const cli::Flags& flags);
+
+}  // namespace swift::recipes

@@ -1,0 +1,206 @@
+// The shared decoder: modules, masks and the forward pass.
+#include "swift/model/decoder.h"
+
+#include <ATen/ATen.h>
+#include <torch/nn/modules/container/modulelist.h>
+
+#include <cmath>
+
+#include "swift/core/error.h"
+
+namespace swift::model {
+
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias, const at::TensorOptions& options) {
+  weight = register_parameter("weight", at::empty({out_features, in_features}, options));
+  if (with_bias) bias = register_parameter("bias", at::zeros({out_features}, options));
+}
+
+at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+
+EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options) {
+  weight = register_parameter("weight", at::empty({num_embeddings, dim}, options));
+}
+
+at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }
+
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
+  weight = register_parameter("weight", at::ones({dim}, options));
+}
+
+at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
+  auto xf = x.to(at::kFloat);
+  xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * xf.to(x.scalar_type());
+}
+
+AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options)
+    : layer_index_(layer_index),
+      num_heads_(c.num_attention_heads),
+      num_kv_heads_(c.num_key_value_heads),
+      head_dim_(c.head_dim),
+      sliding_window_(c.layer_sliding_window.at(static_cast<size_t>(layer_index))) {
+  const bool qkv_bias = c.attention_bias || c.qkv_bias;
+  q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
+  k_proj = register_module("k_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
+  v_proj = register_module("v_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
+  o_proj = register_module("o_proj", Linear(c.q_dim(), c.hidden_size, c.attention_bias, options));
+  if (c.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
+    k_norm = register_module("k_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
+  }
+}
+
+at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
+  const int64_t B = x.size(0), T = x.size(1);
+  auto q = q_proj(x).view({B, T, num_heads_, head_dim_});
+  auto k = k_proj(x).view({B, T, num_kv_heads_, head_dim_});
+  auto v = v_proj(x).view({B, T, num_kv_heads_, head_dim_}).transpose(1, 2);  // [B, Hkv, T, D]
+  if (q_norm) {  // Qwen3 normalises each head before RoPE
+    q = q_norm(q);
+    k = k_norm(k);
+  }
+  std::tie(q, k) = apply_rotary(q.transpose(1, 2), k.transpose(1, 2), in.cos, in.sin);  // [B, H, T, D]
+
+  if (in.cache) {
+    auto& ck = in.cache->keys.at(static_cast<size_t>(layer_index_));
+    auto& cv = in.cache->values.at(static_cast<size_t>(layer_index_));
+    ck.narrow(2, in.past_length, T).copy_(k);
+    cv.narrow(2, in.past_length, T).copy_(v);
+    k = ck.narrow(2, 0, in.past_length + T);
+    v = cv.narrow(2, 0, in.past_length + T);
+  }
+  const at::Tensor& mask = sliding_window_ > 0 ? in.sliding_mask : in.full_mask;
+  const bool is_causal = !mask.defined() && T > 1;
+  auto out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
+                                              /*dropout_p=*/0.0, is_causal,
+                                              /*scale=*/1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                              /*enable_gqa=*/num_kv_heads_ != num_heads_);
+  return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
+}
+
+MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options));
+  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options));
+}
+
+at::Tensor MLPImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+
+DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
+  self_attn = register_module("self_attn", Attention(c, layer_index, options));
+  mlp = register_module("mlp", MLP(c, options));
+  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
+  post_attention_layernorm =
+      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
+}
+
+at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
+  auto h = x + self_attn(input_layernorm(x), in);
+  return h + mlp(post_attention_layernorm(h));
+}
+
+DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& options) {
+  embed_tokens = register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, i, options));
+  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
+}
+
+CausalLMImpl::CausalLMImpl(ModelConfig config, const at::TensorOptions& options)
+    : config_(std::move(config)), rope_(config_) {
+  model = register_module("model", DecoderBody(config_, options));
+  if (!config_.tie_word_embeddings)
+    lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false, options));
+}
+
+c10::ScalarType CausalLMImpl::dtype() const { return model->embed_tokens->weight.scalar_type(); }
+c10::Device CausalLMImpl::device() const { return model->embed_tokens->weight.device(); }
+
+KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
+  KVCache cache;
+  auto options = model->embed_tokens->weight.options().requires_grad(false);
+  for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
+    cache.keys.push_back(at::zeros({batch, config_.num_key_value_heads, capacity, config_.head_dim}, options));
+    cache.values.push_back(at::zeros({batch, config_.num_key_value_heads, capacity, config_.head_dim}, options));
+  }
+  return cache;
+}
+
+at::Tensor position_ids_from_mask(const at::Tensor& attention_mask, int64_t length) {
+  auto pos = attention_mask.to(at::kLong).cumsum(-1) - 1;
+  pos.masked_fill_(attention_mask.eq(0), 1);
+  return pos.narrow(1, pos.size(1) - length, length);
+}
+
+namespace {
+// bool [B|1, 1, T, S]: causal over cache positions, optionally windowed and padded. A query row that would
+// see nothing (a pad token in a left-padded row) sees itself, so softmax never meets an all-masked row.
+at::Tensor build_mask(int64_t past, int64_t T, int64_t window, const at::Tensor& key_padding, c10::Device device) {
+  const int64_t S = past + T;
+  auto opts = at::TensorOptions().dtype(at::kLong).device(device);
+  auto q_pos = at::arange(past, S, opts).view({T, 1});
+  auto k_pos = at::arange(0, S, opts).view({1, S});
+  auto allowed = k_pos.le(q_pos);
+  if (window > 0) allowed = allowed.logical_and(k_pos.gt(q_pos - window));
+  allowed = allowed.view({1, 1, T, S});
+  if (key_padding.defined()) allowed = allowed.logical_and(key_padding.view({key_padding.size(0), 1, 1, S}));
+  return allowed.logical_or(k_pos.eq(q_pos).view({1, 1, T, S}));
+}
+}  // namespace
+
+at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
+  const auto& ids = args.input_ids;
+  SWIFT_ASSERT(ids.dim() == 2, "input_ids must be [B, T]");
+  const int64_t B = ids.size(0), T = ids.size(1);
+  const int64_t past = args.cache ? args.cache->length : 0;
+  const int64_t S = past + T;
+  if (args.cache) {
+    SWIFT_CHECK(S <= args.cache->capacity(), UsageError,
+                "sequence of " + std::to_string(S) + " tokens exceeds the KV cache (" +
+                    std::to_string(args.cache->capacity()) + ")",
+                "raise --max_model_len or shorten the prompt");
+  }
+
+  at::Tensor key_padding;
+  if (args.attention_mask.defined()) {
+    SWIFT_ASSERT(args.attention_mask.size(0) == B && args.attention_mask.size(1) == S,
+                 "attention_mask must be [B, cached + new]");
+    key_padding = args.attention_mask.to(ids.device()).to(at::kBool);
+    if (key_padding.all().item<bool>()) key_padding = at::Tensor();
+  }
+  at::Tensor position_ids = args.position_ids;
+  if (!position_ids.defined()) {
+    position_ids = args.attention_mask.defined()
+                       ? position_ids_from_mask(args.attention_mask.to(ids.device()), T)
+                       : at::arange(past, S, ids.options().dtype(at::kLong)).unsqueeze(0).expand({B, T});
+  }
+
+  AttentionInputs in;
+  std::tie(in.cos, in.sin) = rope_.cos_sin(position_ids, dtype());
+  in.cache = args.cache;
+  in.past_length = past;
+  const bool plain_causal = !key_padding.defined() && (past == 0 || T == 1);
+  if (!plain_causal) in.full_mask = build_mask(past, T, 0, key_padding, ids.device());
+  for (auto window : config_.layer_sliding_window) {
+    if (window > 0 && (!plain_causal || S > window)) {
+      in.sliding_mask = build_mask(past, T, window, key_padding, ids.device());
+      break;
+    }
+  }
+
+  auto x = model->embed_tokens(ids);
+  for (const auto& layer : *model->layers) x = layer->as<DecoderLayerImpl>()->forward(x, in);
+  if (args.cache) args.cache->length = S;
+  return model->norm(x);
+}
+
+at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
+  return lm_head ? lm_head(hidden) : at::linear(hidden, model->embed_tokens->weight);
+}
+
+void KVCache::select_rows(const at::Tensor& rows) {
+  for (auto& k : keys) k = k.index_select(0, rows);
+  for (auto& v : values) v = v.index_select(0, rows);
+}
+
+}  // namespace swift::model

@@ -1,0 +1,97 @@
+// One row per supported model family: how its config.json flags map onto the shared decoder.
+#include "swift/model/family_registry.h"
+
+#include <nlohmann/json.hpp>
+
+#include "swift/model/model_config.h"
+
+using nlohmann::json;
+
+namespace swift::model {
+
+namespace {
+
+bool flag(const json& j, const char* key, bool fallback) {
+  return j.contains(key) && j.at(key).is_boolean() ? j.at(key).get<bool>() : fallback;
+}
+int64_t integer(const json& j, const char* key, int64_t fallback) {
+  return j.contains(key) && j.at(key).is_number_integer() ? j.at(key).get<int64_t>() : fallback;
+}
+void explicit_head_dim(const json& j, ModelConfig& c, int64_t fallback) {
+  c.head_dim = integer(j, "head_dim", fallback);
+}
+
+// Qwen2/Qwen3: a window only when use_sliding_window, on layers >= max_window_layers unless layer_types
+// says which layers slide (transformers' Qwen2Config.__post_init__).
+void qwen_sliding_windows(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  const int64_t window = flag(j, "use_sliding_window", false) ? integer(j, "sliding_window", 0) : 0;
+  const int64_t max_window_layers = integer(j, "max_window_layers", 28);
+  if (j.contains("layer_types") && j.at("layer_types").is_array()) {
+    const auto& types = j.at("layer_types");
+    if (static_cast<int64_t>(types.size()) != c.num_hidden_layers) {
+      problems.push_back("layer_types has " + std::to_string(types.size()) + " entries for " +
+                         std::to_string(c.num_hidden_layers) + " layers");
+      return;
+    }
+    for (size_t i = 0; i < types.size(); ++i)
+      c.layer_sliding_window[i] = types[i] == "sliding_attention" ? window : 0;
+    return;
+  }
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    c.layer_sliding_window[static_cast<size_t>(i)] = (window > 0 && i >= max_window_layers) ? window : 0;
+}
+
+void apply_llama(const json& j, ModelConfig& c, std::vector<std::string>&) {
+  c.attention_bias = flag(j, "attention_bias", false);
+  c.mlp_bias = flag(j, "mlp_bias", false);
+  explicit_head_dim(j, c, c.head_dim);
+}
+
+void apply_qwen2(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  c.qkv_bias = true;  // Qwen2 always has q/k/v biases and no o_proj bias
+  qwen_sliding_windows(j, c, problems);
+}
+
+void apply_qwen3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  c.attention_bias = flag(j, "attention_bias", false);
+  c.qk_norm = true;
+  explicit_head_dim(j, c, 128);  // Qwen3Config's default
+  qwen_sliding_windows(j, c, problems);
+}
+
+void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
+  explicit_head_dim(j, c, c.head_dim);
+  const int64_t window = integer(j, "sliding_window", 0);
+  for (auto& w : c.layer_sliding_window) w = window;
+}
+
+}  // namespace
+
+const std::vector<ModelFamily>& model_families() {
+  static const std::vector<ModelFamily> families = {
+      {"llama", {"LlamaForCausalLM"}, "llama3", apply_llama},
+      {"mistral", {"MistralForCausalLM"}, "mistral", apply_mistral},
+      {"qwen2", {"Qwen2ForCausalLM"}, "qwen2_5", apply_qwen2},
+      {"qwen3", {"Qwen3ForCausalLM"}, "qwen3", apply_qwen3},
+  };
+  return families;
+}
+
+const ModelFamily* find_model_family(const std::string& model_type, const std::vector<std::string>& architectures) {
+  for (const auto& f : model_families())
+    if (f.model_type == model_type) return &f;
+  if (model_type.empty()) {
+    for (const auto& f : model_families())
+      for (const auto& a : f.architectures)
+        if (!architectures.empty() && architectures.front() == a) return &f;
+  }
+  return nullptr;
+}
+
+std::string supported_model_types() {
+  std::string out;
+  for (const auto& f : model_families()) out += (out.empty() ? "" : ", ") + f.model_type;
+  return out;
+}
+
+}  // namespace swift::model

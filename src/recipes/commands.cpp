@@ -1,0 +1,14 @@
+// The table of subcommands `swift` offers. Only commands that work are listed.
+#include "swift/recipes/commands.h"
+
+namespace swift::recipes {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"export", "Write a model as a Hugging Face folder: re-shard, cast dtype, or initialise from config.json.",
+       export_flags, run_export},
+  };
+  return table;
+}
+
+}  // namespace swift::recipes

@@ -1,0 +1,77 @@
+// swift export: read a model folder (or initialise one from config.json with --init_strategy), optionally cast
+// it, and write it as a Hugging Face folder (config.json, safetensors sharded at --max_shard_size, and the
+// tokenizer/generation files copied along). Merging LoRA adapters and quantisation come with their tuners.
+#include <ATen/Parallel.h>
+
+#include <filesystem>
+
+#include "swift/core/device.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/io/safetensors_folder.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/init_weights.h"
+#include "swift/recipes/commands.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::recipes {
+
+CommonSetup apply_common_flags(const cli::Flags& flags) {
+  init_logging(flags.str("log_level"));
+  CommonSetup setup;
+  setup.threads = configure_threads(static_cast<int>(flags.integer("num_threads")));
+  setup.device = flags.str("device");
+  log_debug("intra-op threads: ", setup.threads);
+  return setup;
+}
+
+std::vector<cli::FlagSpec> export_flags() {
+  using cli::FlagType;
+  std::vector<cli::FlagSpec> flags = {
+      {"model", FlagType::kString, "", "Hugging Face model folder (config.json + *.safetensors)"},
+      {"output_dir", FlagType::kString, "", "where to write the exported folder (default: <model>-export)"},
+      {"max_shard_size", FlagType::kString, "5GB", "largest safetensors shard, e.g. 5GB, 500MB, 2GiB"},
+      {"init_strategy", FlagType::kString, "",
+       "initialise a folder that has no weights: " + model::init_strategies()},
+      {"exist_ok", FlagType::kBool, "false", "replace --output_dir if it exists"},
+  };
+  for (auto& f : cli::common_flags()) flags.push_back(f);
+  for (auto& f : flags)
+    if (f.name == "device") f.default_value = "cpu";  // exporting is host work
+  return flags;
+}
+
+int run_export(const std::vector<std::string>& args) {
+  const auto flags = cli::parse_flags("export", export_flags(), args);
+  const auto setup = apply_common_flags(flags);
+  const std::string model_dir = flags.str("model");
+  SWIFT_CHECK(!model_dir.empty(), UsageError, "swift export needs --model",
+              "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
+  fs::path output = flags.str("output_dir");
+  if (output.empty()) output = fs::path(model_dir).lexically_normal().string() + "-export";
+  SWIFT_CHECK(flags.boolean("exist_ok") || !fs::exists(output), UsageError,
+              "--output_dir " + output.string() + " already exists",
+              "choose another --output_dir or pass --exist_ok true to replace it");
+  SWIFT_CHECK(fs::weakly_canonical(output) != fs::weakly_canonical(model_dir), UsageError,
+              "--output_dir is the --model folder itself", "export to a new folder");
+
+  model::LoadOptions load;
+  load.dtype = parse_dtype(flags.str("torch_dtype"));
+  load.device = parse_device(setup.device);
+  load.init_strategy = flags.str("init_strategy");
+  load.seed = static_cast<uint64_t>(flags.integer("seed"));
+  model::SaveOptions save;
+  save.max_shard_bytes = io::parse_byte_size(flags.str("max_shard_size"));
+
+  auto model = model::load_model(model_dir, load);
+  log_info("model ", model_dir, ": ", model->config().model_type, " (", model::count_parameters(model),
+           " parameters, ", dtype_name(model->dtype()), ")");
+  model::save_model(model, output, save, model_dir);
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(output)) files += e.path().extension() == ".safetensors";
+  log_info("exported to ", output.string(), " (", files, " safetensors file(s))");
+  return 0;
+}
+
+}  // namespace swift::recipes

@@ -1,0 +1,104 @@
+// Flag parsing: ms-swift spellings, config files, errors naming the flag and the closest valid one, and every
+// flag of every command parses with its declared default.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "swift/cli/flags.h"
+#include "swift/core/error.h"
+#include "swift/recipes/commands.h"
+#include "test_util.h"
+
+using namespace swift;
+using cli::FlagType;
+
+namespace {
+std::vector<cli::FlagSpec> specs() {
+  return {{"model", FlagType::kString, "", "m"},       {"max_new_tokens", FlagType::kInt, "64", "n"},
+          {"temperature", FlagType::kFloat, "0.7", "t"}, {"stream", FlagType::kBool, "false", "s"},
+          {"dataset", FlagType::kList, "", "d"}};
+}
+}  // namespace
+
+TEST(Flags, DefaultsAndSpellings) {
+  auto f = cli::parse_flags("infer", specs(), {"--model", "m1", "--max-new-tokens=8", "--stream", "--dataset", "a.jsonl", "b.jsonl#100"});
+  EXPECT_EQ(f.str("model"), "m1");
+  EXPECT_EQ(f.integer("max_new_tokens"), 8);
+  EXPECT_DOUBLE_EQ(f.number("temperature"), 0.7);
+  EXPECT_TRUE(f.boolean("stream"));
+  EXPECT_EQ(f.list("dataset"), (std::vector<std::string>{"a.jsonl", "b.jsonl#100"}));
+  EXPECT_TRUE(f.given("model"));
+  EXPECT_FALSE(f.given("temperature"));
+  auto g = cli::parse_flags("infer", specs(), {"--stream", "false"});
+  EXPECT_FALSE(g.boolean("stream"));
+}
+
+TEST(Flags, UnknownFlagNamesClosest) {
+  try {
+    cli::parse_flags("infer", specs(), {"--max_new_token", "3"});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--max_new_token"), std::string::npos);
+    EXPECT_NE(e.hint().find("--max_new_tokens"), std::string::npos);
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+  }
+}
+
+TEST(Flags, BadValuesNameTheFlag) {
+  auto f = cli::parse_flags("infer", specs(), {"--max_new_tokens", "lots", "--temperature", "hot", "--stream", "maybe"});
+  EXPECT_THROW(f.integer("max_new_tokens"), UsageError);
+  EXPECT_THROW(f.number("temperature"), UsageError);
+  EXPECT_THROW(f.boolean("stream"), UsageError);
+  EXPECT_THROW(cli::parse_flags("infer", specs(), {"--model"}), UsageError);
+  EXPECT_THROW(cli::parse_flags("infer", specs(), {"stray"}), UsageError);
+}
+
+TEST(Flags, ConfigFileExpandsAndCommandLineWins) {
+  test::TempDir tmp;
+  {
+    std::ofstream(tmp / "run.yaml") << "model: from_yaml\nmax_new_tokens: 5\ndataset: [x.jsonl, y.jsonl]\nstream: true\n";
+    std::ofstream(tmp / "run.json") << R"({"model": "from_json", "temperature": 0.1})";
+    std::ofstream(tmp / "bad.yaml") << "modle: typo\n";
+  }
+  auto f = cli::parse_flags("infer", specs(), {(tmp / "run.yaml").string(), "--max_new_tokens", "9"});
+  EXPECT_EQ(f.str("model"), "from_yaml");
+  EXPECT_EQ(f.integer("max_new_tokens"), 9);
+  EXPECT_EQ(f.list("dataset"), (std::vector<std::string>{"x.jsonl", "y.jsonl"}));
+  EXPECT_TRUE(f.boolean("stream"));
+  auto j = cli::parse_flags("infer", specs(), {(tmp / "run.json").string()});
+  EXPECT_EQ(j.str("model"), "from_json");
+  EXPECT_DOUBLE_EQ(j.number("temperature"), 0.1);
+  try {
+    cli::parse_flags("infer", specs(), {(tmp / "bad.yaml").string()});
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("bad.yaml"), std::string::npos);
+    EXPECT_NE(e.hint().find("--model"), std::string::npos);
+  }
+  EXPECT_THROW(cli::parse_flags("infer", specs(), {(tmp / "missing.yaml").string()}), UsageError);
+}
+
+TEST(Flags, EveryCommandsFlagsParseWithDefaults) {
+  for (const auto& command : recipes::commands()) {
+    SCOPED_TRACE(command.name);
+    const auto table = command.flags();
+    auto f = cli::parse_flags(command.name, table, {});
+    for (const auto& spec : table) {
+      if (spec.default_value.empty()) continue;
+      switch (spec.type) {
+        case FlagType::kInt: EXPECT_NO_THROW(f.integer(spec.name)) << spec.name; break;
+        case FlagType::kFloat: EXPECT_NO_THROW(f.number(spec.name)) << spec.name; break;
+        case FlagType::kBool: EXPECT_NO_THROW(f.boolean(spec.name)) << spec.name; break;
+        default: EXPECT_NO_THROW(f.str(spec.name)) << spec.name;
+      }
+    }
+    // Help lists every flag with its default.
+    const std::string help = cli::format_help(command.name, command.summary, table);
+    for (const auto& spec : table) EXPECT_NE(help.find("--" + spec.name + " "), std::string::npos) << spec.name;
+  }
+}
+
+TEST(Flags, ClosestMatch) {
+  EXPECT_EQ(cli::closest_match("exprot", {"export", "infer", "sft"}), "export");
+  EXPECT_EQ(cli::closest_match("zzzzzzzz", {"export", "infer", "sft"}), "");
+}

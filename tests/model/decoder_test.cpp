@@ -1,0 +1,222 @@
+// Invariants of the decoder on tiny random models of every family: KV-cache decoding equals full
+// recomputation (fp32, 1e-5), each row of a left-padded batch equals that row alone, save -> load is
+// bit-exact, bf16 stays within bf16 tolerance of fp32, and checkpoint errors name what is wrong.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include "swift/core/error.h"
+#include "swift/io/hf_config.h"
+#include "swift/io/safetensors.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/model_config.h"
+#include "test_util.h"
+
+using namespace swift;
+namespace fs = std::filesystem;
+
+namespace {
+
+double max_abs_diff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kFloat) - b.to(at::kFloat)).abs().max().item<double>();
+}
+
+at::Tensor random_ids(int64_t B, int64_t T, uint64_t seed) {
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  return at::randint(0, 128, {B, T}, gen, at::TensorOptions().dtype(at::kLong));
+}
+
+class FamilyTest : public ::testing::TestWithParam<std::string> {};
+
+}  // namespace
+
+TEST_P(FamilyTest, KvCacheDecodingEqualsFullRecompute) {
+  torch::NoGradGuard no_grad;
+  auto model = test::random_model(test::tiny_config(GetParam()), 1);
+  auto ids = random_ids(2, 14, 7);
+  model::ForwardArgs full;
+  full.input_ids = ids;
+  auto expected = model->forward(full);
+
+  // Prefill 5 tokens, then a chunk of 3, then one token at a time.
+  auto cache = model->make_cache(2, 14);
+  std::vector<at::Tensor> pieces;
+  int64_t pos = 0;
+  for (int64_t len : {5, 3, 1, 1, 1, 1, 1, 1}) {
+    model::ForwardArgs step;
+    step.input_ids = ids.narrow(1, pos, len);
+    step.cache = &cache;
+    pieces.push_back(model->forward(step));
+    pos += len;
+  }
+  ASSERT_EQ(pos, 14);
+  EXPECT_EQ(cache.length, 14);
+  EXPECT_LE(max_abs_diff(at::cat(pieces, 1), expected), 1e-5);
+}
+
+TEST_P(FamilyTest, LeftPaddedRowsEqualRowsAlone) {
+  torch::NoGradGuard no_grad;
+  auto model = test::random_model(test::tiny_config(GetParam()), 2);
+  auto a = random_ids(1, 9, 3), b = random_ids(1, 5, 4);
+  auto batch = at::zeros({2, 9}, at::kLong);
+  batch[0].copy_(a[0]);
+  batch[1].narrow(0, 4, 5).copy_(b[0]);
+  auto mask = at::ones({2, 9}, at::kLong);
+  mask[1].narrow(0, 0, 4).fill_(0);
+  model::ForwardArgs args;
+  args.input_ids = batch;
+  args.attention_mask = mask;
+  auto logits = model->forward(args);
+
+  model::ForwardArgs alone_a, alone_b;
+  alone_a.input_ids = a;
+  alone_b.input_ids = b;
+  EXPECT_LE(max_abs_diff(logits[0], model->forward(alone_a)[0]), 1e-5);
+  EXPECT_LE(max_abs_diff(logits[1].narrow(0, 4, 5), model->forward(alone_b)[0]), 1e-5);
+}
+
+TEST_P(FamilyTest, SaveLoadIsBitExact) {
+  torch::NoGradGuard no_grad;
+  test::TempDir tmp;
+  for (auto dtype : {at::kFloat, at::kBFloat16}) {
+    auto model = test::random_model(test::tiny_config(GetParam()), 3, dtype);
+    model::save_model(model, tmp / "m");
+    model::LoadOptions options;  // torch_dtype from the saved config.json
+    auto loaded = model::load_model(tmp / "m", options);
+    ASSERT_EQ(loaded->dtype(), dtype);
+    auto expected = model->named_parameters();
+    auto actual = loaded->named_parameters();
+    ASSERT_EQ(expected.size(), actual.size());
+    for (const auto& item : expected) {
+      ASSERT_TRUE(actual.contains(item.key())) << item.key();
+      EXPECT_TRUE(at::equal(item.value(), actual[item.key()])) << item.key();
+    }
+  }
+}
+
+TEST_P(FamilyTest, Bf16CloseToFp32) {
+  torch::NoGradGuard no_grad;
+  auto fp32 = test::random_model(test::tiny_config(GetParam()), 4);
+  auto bf16 = test::random_model(test::tiny_config(GetParam()), 4, at::kBFloat16);
+  model::ForwardArgs args;
+  args.input_ids = random_ids(2, 10, 5);
+  auto a = fp32->forward(args), b = bf16->forward(args).to(at::kFloat);
+  EXPECT_LE((a - b).abs().mean().item<double>(), 0.05);
+  // The argmax agrees almost everywhere.
+  EXPECT_GE(a.argmax(-1).eq(b.argmax(-1)).to(at::kFloat).mean().item<double>(), 0.8);
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTest, ::testing::Values("llama", "qwen2", "qwen3", "mistral"));
+
+TEST(Checkpoint, ShardedSaveLoadsBack) {
+  torch::NoGradGuard no_grad;
+  test::TempDir tmp;
+  auto model = test::random_model(test::tiny_config("qwen3"), 5);
+  model::SaveOptions options;
+  options.max_shard_bytes = 60000;
+  model::save_model(model, tmp / "m", options);
+  EXPECT_TRUE(fs::exists(tmp / "m" / "model.safetensors.index.json"));
+  auto loaded = model::load_model(tmp / "m");
+  model::ForwardArgs args;
+  args.input_ids = random_ids(1, 6, 1);
+  EXPECT_TRUE(at::equal(model->forward(args), loaded->forward(args)));
+}
+
+TEST(Checkpoint, MissingUnexpectedAndMisshapenTensorsAreNamed) {
+  torch::NoGradGuard no_grad;
+  test::TempDir tmp;
+  auto model = test::random_model(test::tiny_config("llama"), 6);
+  io::NamedTensors tensors;
+  for (auto& item : model->named_parameters()) {
+    if (item.key() == "model.norm.weight") continue;  // missing
+    auto t = item.value();
+    if (item.key() == "lm_head.weight") t = t.narrow(0, 0, 100).contiguous();  // misshapen
+    tensors.emplace_back(item.key(), t);
+  }
+  tensors.emplace_back("model.layers.0.extra.weight", at::zeros({2}));  // unexpected
+  fs::create_directories(tmp / "bad");
+  io::write_json_file(tmp / "bad" / "config.json", test::tiny_config("llama"));
+  io::save_safetensors(tmp / "bad" / "model.safetensors", tensors);
+  try {
+    model::load_model(tmp / "bad");
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("model.norm.weight"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("lm_head.weight: checkpoint [100, 64], model expects [128, 64]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("model.layers.0.extra.weight"), std::string::npos) << msg;
+  }
+}
+
+TEST(Checkpoint, FolderWithoutWeightsNeedsInitStrategy) {
+  test::TempDir tmp;
+  io::write_json_file(tmp / "config.json", test::tiny_config("qwen2"));
+  EXPECT_THROW(model::load_model(tmp.path()), DataError);
+  model::LoadOptions options;
+  options.init_strategy = "normal";
+  options.seed = 11;
+  auto a = model::load_model(tmp.path(), options);
+  auto b = model::load_model(tmp.path(), options);
+  for (const auto& item : a->named_parameters())
+    EXPECT_TRUE(at::equal(item.value(), b->named_parameters()[item.key()])) << "seeded init must repeat";
+  options.init_strategy = "bogus";
+  EXPECT_THROW(model::load_model(tmp.path(), options), UsageError);
+}
+
+TEST(ModelConfig, ReportsEveryProblemAndUnsupportedTypes) {
+  auto j = test::tiny_config("llama");
+  j.erase("hidden_size");
+  j["num_key_value_heads"] = 3;
+  j["rope_scaling"] = {{"rope_type", "su"}};
+  try {
+    model::parse_model_config(j, "x/config.json");
+    FAIL();
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("missing \"hidden_size\""), std::string::npos) << msg;
+    EXPECT_NE(msg.find("multiple of num_key_value_heads"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"su\" is not supported"), std::string::npos) << msg;
+  }
+  j = test::tiny_config("llama");
+  j["model_type"] = "gpt2";
+  try {
+    model::parse_model_config(j, "x/config.json");
+    FAIL();
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.hint()).find("llama, mistral, qwen2, qwen3"), std::string::npos);
+  }
+}
+
+TEST(ModelConfig, FamilyFlagsAndSlidingWindows) {
+  auto q2 = test::tiny_config("qwen2");
+  q2["use_sliding_window"] = true;
+  q2["sliding_window"] = 8;
+  q2["max_window_layers"] = 1;
+  auto c = model::parse_model_config(q2, "q2");
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{0, 8}));
+  q2["use_sliding_window"] = false;
+  EXPECT_FALSE(model::parse_model_config(q2, "q2").any_sliding_window());
+
+  auto q3 = test::tiny_config("qwen3");
+  c = model::parse_model_config(q3, "q3");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_EQ(c.head_dim, 24);
+
+  auto m = test::tiny_config("mistral");
+  EXPECT_EQ(model::parse_model_config(m, "m").layer_sliding_window, (std::vector<int64_t>{6, 6}));
+
+  auto l = test::tiny_config("llama");
+  l.erase("model_type");
+  l["architectures"] = {"LlamaForCausalLM"};
+  l["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 64}};
+  c = model::parse_model_config(l, "l");
+  EXPECT_EQ(c.model_type, "llama");
+  EXPECT_EQ(c.rope.type, "yarn");
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 64);
+  l["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 500.0}};
+  c = model::parse_model_config(l, "l");
+  EXPECT_EQ(c.rope.type, "linear");
+  EXPECT_DOUBLE_EQ(c.rope.theta, 500.0);
+}

@@ -1,0 +1,111 @@
+"""Reference for the parity tests: tiny random Hugging Face models of every family and rope scaling type,
+saved with transformers' own save_pretrained, with the logits transformers computes for them.
+
+Usage: make_reference.py OUT_DIR. Writes OUT_DIR/<case>/ (a model folder + reference.safetensors) and
+OUT_DIR/manifest.json. The C++ parity test (tests/model/parity_test.cpp) loads each folder with swift and
+compares logits. Reference: transformers (PyPI), fp32 on CPU.
+"""
+import json
+import os
+import sys
+
+import torch
+import transformers
+from safetensors.torch import save_file
+
+VOCAB = 160
+BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)
+
+# name -> (config class, overrides, legacy): legacy rewrites config.json in the v4 style
+# ("rope_scaling" with the old "type" key and a top-level rope_theta) to cover both spellings.
+CASES = {
+    "llama_default": ("LlamaConfig", dict(rope_theta=10000.0), False),
+    "llama_tied_bias": ("LlamaConfig", dict(tie_word_embeddings=True, attention_bias=True, mlp_bias=True), False),
+    "llama_linear": ("LlamaConfig", dict(rope_scaling=dict(rope_type="linear", factor=2.0)), False),
+    "llama_linear_legacy": ("LlamaConfig", dict(rope_scaling=dict(rope_type="linear", factor=3.0)), True),
+    "llama_dynamic": ("LlamaConfig", dict(max_position_embeddings=8, rope_scaling=dict(rope_type="dynamic", factor=2.0)), True),
+    "llama_llama3": ("LlamaConfig", dict(rope_theta=500000.0, rope_scaling=dict(
+        rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_max_position_embeddings=16)), False),
+    "llama_yarn": ("LlamaConfig", dict(rope_scaling=dict(rope_type="yarn", factor=4.0, original_max_position_embeddings=16)), False),
+    "llama_yarn_mscale": ("LlamaConfig", dict(rope_scaling=dict(
+        rope_type="yarn", factor=4.0, original_max_position_embeddings=16, mscale=0.707, mscale_all_dim=0.707,
+        beta_fast=16, beta_slow=2)), False),
+    "llama_head_dim": ("LlamaConfig", dict(head_dim=24), False),
+    "qwen2_default": ("Qwen2Config", dict(rope_theta=1000000.0), False),
+    "qwen2_sliding": ("Qwen2Config", dict(use_sliding_window=True, sliding_window=4, max_window_layers=1), False),
+    "qwen2_yarn_legacy": ("Qwen2Config", dict(rope_scaling=dict(rope_type="yarn", factor=2.0, original_max_position_embeddings=32)), True),
+    "qwen3_default": ("Qwen3Config", dict(head_dim=32, rope_theta=1000000.0), False),
+    "qwen3_tied_bias": ("Qwen3Config", dict(head_dim=8, tie_word_embeddings=True, attention_bias=True), False),
+    "qwen3_sliding": ("Qwen3Config", dict(head_dim=16, use_sliding_window=True, sliding_window=3, max_window_layers=0), False),
+    "mistral_default": ("MistralConfig", dict(sliding_window=None), False),
+    "mistral_sliding": ("MistralConfig", dict(sliding_window=5, head_dim=32), False),
+}
+
+
+def randomise(model, seed):
+    """Weights large enough that attention, norms and biases all matter (HF's init is near-uniform)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def to_legacy(path):
+    with open(path) as f:
+        cfg = json.load(f)
+    params = cfg.pop("rope_parameters", None) or {}
+    cfg["rope_theta"] = params.pop("rope_theta", 10000.0)
+    if params.get("rope_type", "default") != "default":
+        params["type"] = params.pop("rope_type")
+        cfg["rope_scaling"] = params
+    with open(path, "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def main(out_dir):
+    torch.manual_seed(0)
+    os.makedirs(out_dir, exist_ok=True)
+    manifest = {"transformers": transformers.__version__, "torch": torch.__version__, "cases": []}
+    T = 12
+    for i, (name, (config_cls, overrides, legacy)) in enumerate(CASES.items()):
+        cfg = getattr(transformers, config_cls)(**{**BASE, **overrides})
+        cfg._attn_implementation = "eager"  # the plainest reference path
+        model = transformers.AutoModelForCausalLM.from_config(cfg, torch_dtype=torch.float32).eval()
+        randomise(model, 1000 + i)
+        folder = os.path.join(out_dir, name)
+        model.save_pretrained(folder, safe_serialization=True)
+        if legacy:
+            to_legacy(os.path.join(folder, "config.json"))
+        # Reload from disk so the reference is what transformers makes of the saved folder.
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.float32,
+                                                                  attn_implementation="eager").eval()
+        g = torch.Generator().manual_seed(i)
+        ids = torch.randint(0, VOCAB, (2, T), generator=g)
+        # Left-padded batch: row 0 has 4 pads, row 1 none.
+        mask = torch.ones(2, T, dtype=torch.long)
+        mask[0, :4] = 0
+        padded_ids = ids.clone()
+        padded_ids[0, :4] = 0
+        position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits
+            padded = model(input_ids=padded_ids, attention_mask=mask, position_ids=position_ids).logits
+            bf16 = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
+                                                                     attn_implementation="eager").eval()
+            bf16_logits = bf16(input_ids=ids).logits.float()
+        save_file({"input_ids": ids, "logits": logits.contiguous(), "padded_input_ids": padded_ids,
+                   "padded_attention_mask": mask, "padded_logits": padded.contiguous(),
+                   "bf16_logits": bf16_logits.contiguous()}, os.path.join(folder, "reference.safetensors"))
+        manifest["cases"].append(name)
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=2)
+    print(f"wrote {len(manifest['cases'])} reference models to {out_dir} "
+          f"(transformers {transformers.__version__}, torch {torch.__version__})")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# CTest fixture: builds the transformers reference models into $1 (see make_reference.py). Without a Python
+# that has torch + transformers it writes SKIPPED with the reason, which the parity tests report; in CI
+# (CI=true) that is a failure, since scripts/setup.sh --tests installs them.
+set -euo pipefail
+out="$1"
+py="${SWIFT_TEST_PYTHON:-python3}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+rm -rf "$out"
+mkdir -p "$out"
+if ! "$py" -c 'import torch, transformers, safetensors' 2>/dev/null; then
+  reason="no Python with torch+transformers+safetensors at $py (run scripts/setup.sh --tests)"
+  echo "$reason" > "$out/SKIPPED"
+  echo "parity reference: SKIPPED: $reason"
+  if [ "${CI:-}" = "true" ]; then exit 1; fi
+  exit 0
+fi
+"$py" "$here/make_reference.py" "$out" 2>&1 | grep -v -E "Loading weights|Writing model shards" || true
+test -f "$out/manifest.json"

@@ -1,0 +1,52 @@
+// Temporary folders and tiny random models for tests.
+#include "test_util.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/utils.h>
+#include <unistd.h>
+
+#include <atomic>
+
+namespace swift::test {
+
+TempDir::TempDir(const std::string& tag) {
+  static std::atomic<int> counter{0};
+  path_ = std::filesystem::temp_directory_path() /
+          (tag + "-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  std::filesystem::remove_all(path_);
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+nlohmann::json tiny_config(const std::string& family) {
+  nlohmann::json j = {{"model_type", family}, {"vocab_size", 128},          {"hidden_size", 64},
+                      {"intermediate_size", 96}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+                      {"num_key_value_heads", 2}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6},
+                      {"rope_theta", 10000.0},   {"torch_dtype", "float32"}, {"tie_word_embeddings", false}};
+  if (family == "qwen3") j["head_dim"] = 24;
+  if (family == "mistral") j["sliding_window"] = 6;
+  return j;
+}
+
+model::CausalLM random_model(const nlohmann::json& config, uint64_t seed, c10::ScalarType dtype) {
+  auto cfg = model::parse_model_config(config, "test config");
+  model::CausalLM m(cfg, at::TensorOptions().dtype(at::kFloat));
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  for (auto& item : m->named_parameters()) {
+    auto& p = item.value();
+    auto noise = at::randn(p.sizes(), gen, at::TensorOptions().dtype(at::kFloat));
+    if (item.key().find("norm") != std::string::npos) p.copy_(1 + 0.2 * noise);
+    else p.copy_(0.15 * noise);
+  }
+  if (dtype != c10::kFloat) m->to(dtype);
+  m->eval();
+  return m;
+}
+
+}  // namespace swift::test

@@ -1,0 +1,33 @@
+// Helpers shared by the tests: temporary folders and tiny random models.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "swift/model/decoder.h"
+
+namespace swift::test {
+
+// A fresh folder under the system temp dir, removed when the object dies.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag = "swift-test");
+  ~TempDir();
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// config.json content of a tiny model of `family` (llama, qwen2, qwen3, mistral): hidden 64, 2 layers,
+// 4 heads / 2 kv heads, vocab 128.
+nlohmann::json tiny_config(const std::string& family);
+
+// A tiny model with random weights (norms and biases perturbed too, so every parameter matters).
+model::CausalLM random_model(const nlohmann::json& config, uint64_t seed = 0,
+                             c10::ScalarType dtype = c10::kFloat);
+
+}  // namespace swift::test
