@@ -3,6 +3,7 @@
 # nothing changed takes seconds.
 #   scripts/build.sh            the binary (and tests unless SWIFT_BUILD_TESTS=OFF)
 # Environment: SWIFT_TORCH_PREFIX  an existing LibTorch/torch cmake prefix instead of the project's .venv
+#              SWIFT_DEPS_PREFIX   a prefix with the Debian dependencies unpacked (scripts/offline_deps.sh)
 #              SWIFT_BUILD_DIR     build folder (default build)
 #              SWIFT_JOBS          parallel compile jobs (default: cores)
 set -euo pipefail
@@ -10,7 +11,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${SWIFT_BUILD_DIR:-$ROOT/build}"
 args=(-S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSWIFT_BUILD_TESTS="${SWIFT_BUILD_TESTS:-ON}")
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
-if [ -n "${SWIFT_TORCH_PREFIX:-}" ]; then args+=(-DCMAKE_PREFIX_PATH="$SWIFT_TORCH_PREFIX"); fi
+prefixes=()
+if [ -n "${SWIFT_TORCH_PREFIX:-}" ]; then prefixes+=("$SWIFT_TORCH_PREFIX"); fi
+if [ -n "${SWIFT_DEPS_PREFIX:-}" ]; then  # .debs unpacked by scripts/offline_deps.sh
+  prefixes+=("$SWIFT_DEPS_PREFIX/usr")
+  args+=(-DCMAKE_INCLUDE_PATH="$SWIFT_DEPS_PREFIX/usr/include")
+fi
+if [ ${#prefixes[@]} -gt 0 ]; then args+=(-DCMAKE_PREFIX_PATH="$(IFS=';'; echo "${prefixes[*]}")"); fi
 if [ ! -f "$BUILD/CMakeCache.txt" ] || [ "$ROOT/CMakeLists.txt" -nt "$BUILD/CMakeCache.txt" ]; then
   cmake "${args[@]}" >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
 fi

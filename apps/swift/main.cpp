@@ -1,6 +1,9 @@
 // The swift binary: picks the subcommand from an explicit table, runs its recipe, and turns errors into
 // `error:` + `hint:` lines and exit codes (2 usage/config, 3 data/IO, 4 device/distributed, 1 internal).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -53,7 +56,19 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+// LibTorch's OpenMP (libgomp) spin-waits between parallel regions by default. When a core is busy with anything
+// else (a shared or noisy machine, two ranks on one box, a data loader) that spinning costs 3-300x on small ops
+// (docs/benchmarks.md). libgomp reads OMP_WAIT_POLICY once, when it is loaded, so when the user has not chosen a
+// policy we set PASSIVE and re-execute ourselves once (about 0.3 s). SWIFT_NO_REEXEC=1 turns this off.
+void prefer_passive_openmp_wait(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") || std::getenv("SWIFT_NO_REEXEC")) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+  setenv("SWIFT_NO_REEXEC", "1", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: carry on with the default policy
+}
+
 int main(int argc, char** argv) {
+  prefer_passive_openmp_wait(argv);
   try {
     return run(argc, argv);
   } catch (const swift::UserError& e) {

@@ -18,8 +18,9 @@
 #include "swift/core/atomic_write.h"
 #include "swift/core/error.h"
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors stores little-endian data; "
-                                                         "reading it in place needs a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors stores little-endian data; "
+              "reading it in place needs a little-endian host");
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;  // ordered: entries() keeps header order, the writer controls key order
@@ -69,7 +70,7 @@ constexpr DtypeInfo kDtypes[] = {
 
 std::string supported_dtype_names() {
   std::string names;
-  for (const auto& info : kDtypes) names += (names.empty() ? "" : ", ") + std::string(info.name);
+  for (const auto& info : kDtypes) names.append(names.empty() ? "" : ", ").append(info.name);
   return names;
 }
 
@@ -129,8 +130,8 @@ Json parse_header_json(const fs::path& path, const char* text, size_t size) {
     corrupt(path, std::string("the header is not valid UTF-8 JSON (") + e.what() + ")");
   }
   if (!duplicate.empty()) corrupt(path, duplicate);
-  if (!header.is_object()) corrupt(path, std::string("the header is a JSON ") + header.type_name() +
-                                             ", not an object of tensor entries");
+  if (!header.is_object())
+    corrupt(path, std::string("the header is a JSON ") + header.type_name() + ", not an object of tensor entries");
   return header;
 }
 
@@ -187,16 +188,18 @@ TensorEntry parse_entry(const fs::path& path, const std::string& name, const Jso
   if (entry.begin > entry.end)
     corrupt_tensor(path, name, "has data_offsets " + offsets.dump() + " whose begin is after its end");
   if (entry.end > data_size)
-    corrupt_tensor(path, name, "has data_offsets " + offsets.dump() + " past the end of the data buffer (" +
-                                   std::to_string(data_size) + " bytes); the file may be truncated",
+    corrupt_tensor(path, name,
+                   "has data_offsets " + offsets.dump() + " past the end of the data buffer (" +
+                       std::to_string(data_size) + " bytes); the file may be truncated",
                    "the download was probably cut short; download the file again");
 
   uint64_t expected_bytes = 0;
   if (__builtin_mul_overflow(numel, uint64_t(c10::elementSize(entry.scalar_type)), &expected_bytes))
     corrupt_tensor(path, name, "has shape " + shape.dump() + ", whose byte size overflows");
   if (entry.end - entry.begin != expected_bytes)
-    corrupt_tensor(path, name, "spans " + std::to_string(entry.end - entry.begin) + " bytes but shape " +
-                                   shape.dump() + " of " + entry.dtype + " needs " + std::to_string(expected_bytes));
+    corrupt_tensor(path, name,
+                   "spans " + std::to_string(entry.end - entry.begin) + " bytes but shape " + shape.dump() + " of " +
+                       entry.dtype + " needs " + std::to_string(expected_bytes));
   return entry;
 }
 
@@ -212,13 +215,14 @@ void check_tiling(const fs::path& path, const std::vector<TensorEntry>& entries,
   const TensorEntry* previous = nullptr;
   for (const TensorEntry* entry : by_offset) {
     if (entry->begin < expected_begin)
-      corrupt_tensor(path, entry->name, "overlaps tensor '" + previous->name + "' (begins at byte " +
-                                            std::to_string(entry->begin) + ", '" + previous->name + "' ends at " +
-                                            std::to_string(expected_begin) + ")");
+      corrupt_tensor(path, entry->name,
+                     "overlaps tensor '" + previous->name + "' (begins at byte " + std::to_string(entry->begin) +
+                         ", '" + previous->name + "' ends at " + std::to_string(expected_begin) + ")");
     if (entry->begin > expected_begin)
-      corrupt_tensor(path, entry->name, "begins at byte " + std::to_string(entry->begin) + ", leaving a gap after " +
-                                            (previous ? "tensor '" + previous->name + "'" : std::string("the header")) +
-                                            " which ends at " + std::to_string(expected_begin));
+      corrupt_tensor(path, entry->name,
+                     "begins at byte " + std::to_string(entry->begin) + ", leaving a gap after " +
+                         (previous ? "tensor '" + previous->name + "'" : std::string("the header")) +
+                         " which ends at " + std::to_string(expected_begin));
     expected_begin = entry->end;
     previous = entry;
   }
@@ -281,14 +285,14 @@ std::shared_ptr<SafetensorsFile> SafetensorsFile::open(const fs::path& path) {
   if (header_size > kMaxHeaderBytes)
     corrupt(path, "declares a " + std::to_string(header_size) + "-byte header, over the 100,000,000-byte limit");
   if (header_size > file_size - kLengthPrefixBytes)
-    corrupt(path, "declares a " + std::to_string(header_size) + "-byte header but holds only " +
-                      std::to_string(file_size - kLengthPrefixBytes) + " bytes after the length",
+    corrupt(path,
+            "declares a " + std::to_string(header_size) + "-byte header but holds only " +
+                std::to_string(file_size - kLengthPrefixBytes) + " bytes after the length",
             "the download was probably cut short; download the file again");
   file->data_ = bytes + kLengthPrefixBytes + header_size;
   file->data_size_ = file_size - kLengthPrefixBytes - header_size;
 
-  const Json header =
-      parse_header_json(path, reinterpret_cast<const char*>(bytes + kLengthPrefixBytes), header_size);
+  const Json header = parse_header_json(path, reinterpret_cast<const char*>(bytes + kLengthPrefixBytes), header_size);
   for (const auto& [name, value] : header.items()) {
     if (name == kMetadataKey) {
       file->metadata_ = parse_metadata(path, value);
@@ -318,7 +322,8 @@ at::Tensor SafetensorsFile::get(const std::string& name) const {
   uint8_t* bytes = const_cast<uint8_t*>(data_ + e.begin);  // the mapping is writable, privately
   if (reinterpret_cast<uintptr_t>(bytes) % c10::elementSize(e.scalar_type) == 0) {
     std::shared_ptr<void> mapping = mapping_;  // the tensor keeps the mapping alive, not this object
-    return at::from_blob(bytes, e.shape, [mapping](void*) {}, options);
+    const auto release = [mapping](void*) {};
+    return at::from_blob(bytes, e.shape, release, options);
   }
   // Headers whose length is not a multiple of 8 can leave data misaligned; LibTorch kernels assume alignment.
   at::Tensor copy = at::empty(e.shape, options);
@@ -372,8 +377,7 @@ std::string serialize_safetensors(const NamedTensors& tensors, const std::map<st
   try {
     header_text = header.dump();  // compact, as serde_json writes it
   } catch (const Json::exception& e) {
-    throw UsageError(std::string("cannot save: a tensor name or metadata string is not valid UTF-8 (") + e.what() +
-                         ")",
+    throw UsageError(std::string("cannot save: a tensor name or metadata string is not valid UTF-8 (") + e.what() + ")",
                      "rename the tensor or fix the metadata");
   }
   header_text.resize((header_text.size() + 7) / 8 * 8, ' ');  // data starts 8-byte aligned

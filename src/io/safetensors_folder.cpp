@@ -4,7 +4,6 @@
 
 #include <ATen/ATen.h>
 
-#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -51,8 +50,7 @@ std::vector<std::pair<std::string, std::string>> read_weight_map(const fs::path&
   const uint64_t size = fs::file_size(index_path, ec);
   if (ec) throw DataError("cannot read " + index_path.string() + ": " + ec.message(), "check permissions");
   if (size > kMaxIndexBytes)
-    throw DataError(index_path.string() + " is " + std::to_string(size) + " bytes, too large for an index",
-                    index_hint);
+    throw DataError(index_path.string() + " is " + std::to_string(size) + " bytes, too large for an index", index_hint);
   std::ifstream in(index_path, std::ios::binary);
   std::stringstream text;
   text << in.rdbuf();
@@ -145,13 +143,13 @@ SafetensorsFolder SafetensorsFolder::open(const fs::path& dir) {
       ++number;
       const fs::path shard_path = dir / shard;
       if (!path_exists(shard_path))
-        throw DataError(index_path.string() + " lists shard " + shard + " (holding '" + names.front() +
-                            "'), which is missing from " + dir.string(),
-                        "the download is incomplete; download all " + std::to_string(names_in_shard.size()) +
-                            " shards again");
-      auto file = with_context("loading shard " + std::to_string(number) + "/" +
-                                   std::to_string(names_in_shard.size()) + " " + shard,
-                               [&] { return SafetensorsFile::open(shard_path); });
+        throw DataError(
+            index_path.string() + " lists shard " + shard + " (holding '" + names.front() +
+                "'), which is missing from " + dir.string(),
+            "the download is incomplete; download all " + std::to_string(names_in_shard.size()) + " shards again");
+      auto file = with_context(
+          "loading shard " + std::to_string(number) + "/" + std::to_string(names_in_shard.size()) + " " + shard,
+          [&] { return SafetensorsFile::open(shard_path); });
       for (const auto& name : names)
         if (!file->contains(name))
           throw DataError(index_path.string() + " maps tensor '" + name + "' to " + shard + ", which does not hold it",
@@ -171,7 +169,8 @@ SafetensorsFolder SafetensorsFolder::open(const fs::path& dir) {
     std::vector<fs::path> files;
     std::error_code ec;
     for (const auto& item : fs::directory_iterator(dir, ec))
-      if (item.is_regular_file(ec) && is_safetensors_name(item.path().filename().string())) files.push_back(item.path());
+      if (item.is_regular_file(ec) && is_safetensors_name(item.path().filename().string()))
+        files.push_back(item.path());
     if (files.empty())
       throw DataError("no safetensors weights in " + dir.string(),
                       "expected " + std::string(kSingleName) + ", or " + kIndexName + " with its shards");
@@ -210,9 +209,9 @@ std::vector<std::string> SafetensorsFolder::names() const {
 const SafetensorsFile& SafetensorsFolder::file_holding(const std::string& name) const {
   const auto it = where_.find(name);
   if (it == where_.end())
-    throw DataError("no tensor named '" + name + "' in " + dir_.string() + " (" + std::to_string(where_.size()) +
-                        " tensors)",
-                    "check the tensor name; maybe the checkpoint belongs to another model family");
+    throw DataError(
+        "no tensor named '" + name + "' in " + dir_.string() + " (" + std::to_string(where_.size()) + " tensors)",
+        "check the tensor name; maybe the checkpoint belongs to another model family");
   return *files_[it->second];
 }
 
@@ -233,10 +232,19 @@ uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
   if (!std::regex_match(text, match, pattern)) fail("expected a number and a unit");
   std::string unit = match[3].str();
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  // huggingface_hub's decimal units, plus the binary ones and a bare "B".
   static const std::map<std::string, uint64_t> kMultipliers = {
-      {"", 1},          {"B", 1},          {"KB", 1000ULL},         {"MB", 1000000ULL},
-      {"GB", 1000000000ULL}, {"TB", 1000000000000ULL}, {"KIB", 1ULL << 10}, {"MIB", 1ULL << 20},
-      {"GIB", 1ULL << 30},   {"TIB", 1ULL << 40}};
+      {"", 1},
+      {"B", 1},
+      {"KB", 1000ULL},
+      {"MB", 1000ULL * 1000},
+      {"GB", 1000ULL * 1000 * 1000},
+      {"TB", 1000ULL * 1000 * 1000 * 1000},
+      {"KIB", 1ULL << 10},
+      {"MIB", 1ULL << 20},
+      {"GIB", 1ULL << 30},
+      {"TIB", 1ULL << 40},
+  };
   const auto multiplier = kMultipliers.find(unit);
   if (multiplier == kMultipliers.end()) fail("unknown unit '" + match[3].str() + "'");
 
@@ -263,8 +271,9 @@ void save_safetensors_folder(const fs::path& dir, const NamedTensors& tensors, u
   if (ec) throw DataError("cannot create " + dir.string() + ": " + ec.message(), "check that the parent is writable");
   std::set<std::string> seen;
   for (const auto& [name, tensor] : tensors)
-    SWIFT_CHECK(seen.insert(name).second, UsageError, "cannot save " + dir.string() + ": two tensors are named '" +
-                                                          name + "'", "each tensor name must be unique");
+    SWIFT_CHECK(seen.insert(name).second, UsageError,
+                "cannot save " + dir.string() + ": two tensors are named '" + name + "'",
+                "each tensor name must be unique");
   remove_previous_weights(dir);
 
   const auto shards = plan_shards(tensors, max_shard_bytes);

@@ -49,5 +49,10 @@ head -c 1000 "$TMP/qwen3-tiny/model.safetensors" > "$TMP/corrupt/model.safetenso
 check corrupt 3 "$SWIFT" export --model "$TMP/corrupt" --output_dir "$TMP/corrupt-out"; contains corrupt "model.safetensors"
 test ! -e "$TMP/corrupt-out" && pass=$((pass+1)) || { fail=$((fail+1)); echo "FAIL corrupt left output"; }
 
+# docs/cli.md is generated from the flag tables and must be current.
+bash "$ROOT/scripts/gen_cli_docs.sh" "$SWIFT" > "$TMP/cli.md"
+if diff -q "$TMP/cli.md" "$ROOT/docs/cli.md" >/dev/null; then pass=$((pass+1)); else
+  fail=$((fail+1)); echo "FAIL docs/cli.md is out of date: run scripts/gen_cli_docs.sh > docs/cli.md"; diff "$TMP/cli.md" "$ROOT/docs/cli.md" | head; fi
+
 echo "e2e cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

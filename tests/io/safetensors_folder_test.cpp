@@ -70,13 +70,13 @@ struct TensorSpec {
 // Byte sizes with a 400-byte limit: 320 | 256 | 256+32+32+32 and a 640-byte tensor over the limit in between,
 // which huggingface_hub puts in a shard of its own ahead of the shard still being filled.
 const std::vector<TensorSpec> kSpecs = {
-    {"model.embed_tokens.weight", {10, 8}, at::kFloat},   // 320
-    {"model.layers.0.attn.weight", {8, 8}, at::kFloat},   // 256: overflows shard 1
+    {"model.embed_tokens.weight", {10, 8}, at::kFloat},     // 320
+    {"model.layers.0.attn.weight", {8, 8}, at::kFloat},     // 256: overflows shard 1
     {"model.layers.0.mlp.weight", {16, 8}, at::kBFloat16},  // 256: overflows shard 2
-    {"model.layers.0.norm.weight", {8}, at::kFloat},      // 32
-    {"lm_head.weight", {20, 8}, at::kFloat},              // 640: over the limit, its own shard
-    {"model.norm.weight", {8}, at::kFloat},               // 32
-    {"model.layers.1.index", {4}, at::kLong},             // 32
+    {"model.layers.0.norm.weight", {8}, at::kFloat},        // 32
+    {"lm_head.weight", {20, 8}, at::kFloat},                // 640: over the limit, its own shard
+    {"model.norm.weight", {8}, at::kFloat},                 // 32
+    {"model.layers.1.index", {4}, at::kLong},               // 32
 };
 constexpr uint64_t kSpecShardBytes = 400;
 

@@ -128,7 +128,8 @@ class SafetensorsTest : public ::testing::Test {
 
 TEST_F(SafetensorsTest, RoundTripsEveryDtypeBitExact) {
   NamedTensors tensors;
-  for (const auto& dtype : kEveryDtype) tensors.emplace_back(std::string("t_") + dtype.name, random_tensor(dtype.type, {3, 5}));
+  for (const auto& dtype : kEveryDtype)
+    tensors.emplace_back(std::string("t_") + dtype.name, random_tensor(dtype.type, {3, 5}));
   tensors.emplace_back("scalar", random_tensor(at::kFloat, {}));
   tensors.emplace_back("empty", random_tensor(at::kHalf, {0, 4}));
   swift::io::save_safetensors(file("all.safetensors"), tensors);
@@ -142,8 +143,7 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeBitExact) {
     EXPECT_EQ(got.sizes(), expected.sizes());
     EXPECT_TRUE(at::equal(bits(got), bits(expected)));
   }
-  for (const auto& dtype : kEveryDtype)
-    EXPECT_EQ(loaded->entry(std::string("t_") + dtype.name).dtype, dtype.name);
+  for (const auto& dtype : kEveryDtype) EXPECT_EQ(loaded->entry(std::string("t_") + dtype.name).dtype, dtype.name);
 }
 
 TEST_F(SafetensorsTest, DtypeNamesMapBothWays) {
@@ -161,8 +161,8 @@ TEST_F(SafetensorsTest, DtypeNamesMapBothWays) {
 // Expected bytes worked out from the reference writer's rules (safetensors/src/tensor.rs `prepare`): F32
 // before I8 (alignment descending), then names; __metadata__ first; compact JSON padded with spaces to 8.
 TEST_F(SafetensorsTest, WriterLayoutFollowsTheReferenceRules) {
-  const NamedTensors tensors = {{"b", at::tensor({1.0f})}, {"a", at::tensor({int8_t(7), int8_t(8)})},
-                                {"c", at::empty({0}, at::kFloat)}};
+  const NamedTensors tensors = {
+      {"b", at::tensor({1.0f})}, {"a", at::tensor({int8_t(7), int8_t(8)})}, {"c", at::empty({0}, at::kFloat)}};
   const std::string bytes = swift::io::serialize_safetensors(tensors, {{"format", "pt"}});
   const std::string header =
       R"({"__metadata__":{"format":"pt"},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
@@ -183,10 +183,9 @@ TEST_F(SafetensorsTest, MetadataRoundTripsAndEmptyMetadataWritesNoKey) {
 }
 
 TEST_F(SafetensorsTest, EntriesKeepHeaderOrder) {
-  write_bytes(file("order.safetensors"),
-              raw_file(R"({"z":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},)"
-                       R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
-                       2));
+  write_bytes(file("order.safetensors"), raw_file(R"({"z":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},)"
+                                                  R"("a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+                                                  2));
   const auto loaded = SafetensorsFile::open(file("order.safetensors"));
   ASSERT_EQ(loaded->entries().size(), 2u);
   EXPECT_EQ(loaded->entries()[0].name, "z");
@@ -195,9 +194,9 @@ TEST_F(SafetensorsTest, EntriesKeepHeaderOrder) {
 }
 
 TEST_F(SafetensorsTest, AlignedTensorsAliasTheMapping) {
-  swift::io::save_safetensors(file("w.safetensors"),
-                              {{"big", at::randn({64, 64})}, {"half", at::randn({7}).to(at::kHalf)},
-                               {"bytes", at::randint(0, 255, {5}, at::kByte)}});
+  swift::io::save_safetensors(file("w.safetensors"), {{"big", at::randn({64, 64})},
+                                                      {"half", at::randn({7}).to(at::kHalf)},
+                                                      {"bytes", at::randint(0, 255, {5}, at::kByte)}});
   const auto loaded = SafetensorsFile::open(file("w.safetensors"));
   const auto* begin = loaded->buffer_data();
   const auto* end = begin + loaded->buffer_size();
@@ -296,8 +295,8 @@ TEST_F(SafetensorsTest, MissingTensorAndMissingFileNameWhatIsAbsent) {
 
 struct CorruptCase {
   const char* label;
-  std::string bytes;   // the whole file
-  const char* culprit; // tensor (or metadata key) the message must name; "" when the file as a whole is bad
+  std::string bytes;    // the whole file
+  const char* culprit;  // tensor (or metadata key) the message must name; "" when the file as a whole is bad
 };
 
 std::string f32_entry(const std::string& name, const std::string& shape, const std::string& offsets) {
@@ -334,8 +333,8 @@ std::vector<CorruptCase> corrupt_cases() {
       {"offsets_past_buffer_end", raw_file("{" + f32_entry("a", "[2]", "[0,8]") + "}", 4), "a"},
       {"byte_length_not_numel_times_size", raw_file("{" + f32_entry("a", "[2]", "[0,4]") + "}", 4), "a"},
       {"gap_between_tensors", raw_file("{" + ok_a + "," + f32_entry("b", "[1]", "[8,12]") + "}", 12), "b"},
-      {"overlapping_tensors", raw_file("{" + f32_entry("a", "[2]", "[0,8]") + "," + f32_entry("b", "[1]", "[4,8]") + "}", 8),
-       "b"},
+      {"overlapping_tensors",
+       raw_file("{" + f32_entry("a", "[2]", "[0,8]") + "," + f32_entry("b", "[1]", "[4,8]") + "}", 8), "b"},
       {"first_tensor_not_at_zero", raw_file("{" + f32_entry("a", "[1]", "[4,8]") + "}", 8), "a"},
       {"bytes_after_last_tensor", raw_file("{" + ok_a + "}", 8), "a"},
       {"duplicate_tensor_name", raw_file("{" + ok_a + "," + f32_entry("a", "[1]", "[4,8]") + "}", 8), "a"},
@@ -369,7 +368,9 @@ TEST_P(CorruptFileTest, IsADataErrorNamingFileAndTensor) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Header, CorruptFileTest, ::testing::ValuesIn(corrupt_cases()),
-                         [](const ::testing::TestParamInfo<CorruptCase>& info) { return std::string(info.param.label); });
+                         [](const ::testing::TestParamInfo<CorruptCase>& info) {
+                           return std::string(info.param.label);
+                         });
 
 // Random byte flips and truncations of a valid file: open() either succeeds (and every tensor reads) or
 // throws DataError; nothing else escapes and nothing crashes.
@@ -410,7 +411,8 @@ class ReferenceParityTest : public SafetensorsTest {
 // Python loads our file and saves it again with safetensors.torch.save_file: the bytes must be identical.
 TEST_F(ReferenceParityTest, PythonReadsOurFileAndRewritesTheSameBytes) {
   NamedTensors tensors;
-  for (const auto& dtype : kEveryDtype) tensors.emplace_back(std::string("layer.") + dtype.name, random_tensor(dtype.type, {2, 3}));
+  for (const auto& dtype : kEveryDtype)
+    tensors.emplace_back(std::string("layer.") + dtype.name, random_tensor(dtype.type, {2, 3}));
   tensors.emplace_back("b_scalar", random_tensor(at::kFloat, {}));
   tensors.emplace_back("a_empty", random_tensor(at::kBFloat16, {0}));
   tensors.emplace_back("ünïcode.weight", random_tensor(at::kFloat, {4}));
@@ -424,8 +426,8 @@ with safe_open(sys.argv[1], framework="pt") as f:
     tensors = {name: f.get_tensor(name) for name in f.keys()}
 save_file(tensors, sys.argv[2], metadata=metadata)
 )");
-  ASSERT_EQ(run_python(python_, file("rewrite.py"), file("ours.safetensors").string() + " " +
-                                                        file("theirs.safetensors").string()),
+  ASSERT_EQ(run_python(python_, file("rewrite.py"),
+                       file("ours.safetensors").string() + " " + file("theirs.safetensors").string()),
             0);
   EXPECT_EQ(read_bytes(file("ours.safetensors")), read_bytes(file("theirs.safetensors")));
 }

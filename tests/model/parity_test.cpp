@@ -7,12 +7,14 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using namespace swift;
@@ -69,6 +71,7 @@ TEST_F(ParityTest, Fp32LogitsMatchTransformers) {
     args.input_ids = ref->get("input_ids");
     auto logits = model->forward(args);
     const double diff = max_abs_diff(logits, ref->get("logits"));
+    std::printf("  %-22s fp32 max abs diff vs transformers %.2e\n", name.c_str(), diff);
     EXPECT_LE(diff, 1e-4) << name << ": max abs diff " << diff;
   }
 }
@@ -111,4 +114,29 @@ TEST_F(ParityTest, Bf16LogitsWithinBf16Tolerance) {
     // And bf16 stays close to the fp32 truth.
     EXPECT_LE((logits - ref->get("logits")).abs().mean().item<double>(), 0.05) << name;
   }
+}
+
+// The other direction: folders swift saves load in transformers and give the same logits.
+TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
+  const char* python = std::getenv("SWIFT_TEST_PYTHON") ? std::getenv("SWIFT_TEST_PYTHON") : SWIFT_TEST_PYTHON;
+  torch::NoGradGuard no_grad;
+  const fs::path root = parity_dir() / "swift_saved";
+  std::string folders;
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral"}) {
+    for (const bool tied : {false, true}) {
+      auto config = test::tiny_config(family);
+      config["tie_word_embeddings"] = tied;
+      auto model = test::random_model(config, tied ? 31 : 32);
+      const fs::path folder = root / (family + (tied ? "_tied" : ""));
+      model::save_model(model, folder);
+      auto ids = at::arange(0, 24, at::kLong).remainder(128).view({2, 12});
+      model::ForwardArgs args;
+      args.input_ids = ids;
+      io::save_safetensors(folder / "swift_logits.safetensors", {{"input_ids", ids}, {"logits", model->forward(args)}});
+      folders += " '" + folder.string() + "'";
+    }
+  }
+  const std::string script = std::string(SWIFT_SOURCE_DIR) + "/tests/parity/check_swift_save.py";
+  const int rc = std::system(("'" + std::string(python) + "' '" + script + "'" + folders + " 2>&1").c_str());
+  EXPECT_EQ(rc, 0) << "transformers disagrees with a folder swift saved (see output above)";
 }

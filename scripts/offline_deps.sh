@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Air-gapped builds: carry swift's Debian dependencies as .deb files and unpack them into a prefix, no root
+# and no network needed on the target machine.
+#   scripts/offline_deps.sh download DIR        (on a machine with apt access: fetch the .debs into DIR)
+#   scripts/offline_deps.sh extract DIR PREFIX  (on the target: unpack every .deb in DIR into PREFIX)
+# Then build against the prefix and an existing PyTorch's LibTorch:
+#   SWIFT_SKIP_APT=1 SWIFT_DEPS_PREFIX=PREFIX \
+#   SWIFT_TORCH_PREFIX="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" bash scripts/build.sh
+set -euo pipefail
+PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libgtest-dev libgmock-dev
+  libyaml-cpp-dev libyaml-cpp0.7 libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libsentencepiece-dev
+  libsentencepiece0 libcpp-httplib-dev libjemalloc-dev libjemalloc2)
+case "${1:-}" in
+  download)
+    dir="${2:?usage: offline_deps.sh download DIR}"
+    mkdir -p "$dir"
+    (cd "$dir" && apt-get download "${PACKAGES[@]}")
+    echo "offline_deps: $(ls "$dir"/*.deb | wc -l) packages in $dir"
+    ;;
+  extract)
+    dir="${2:?usage: offline_deps.sh extract DIR PREFIX}"
+    prefix="${3:?usage: offline_deps.sh extract DIR PREFIX}"
+    mkdir -p "$prefix"
+    for deb in "$dir"/*.deb; do dpkg -x "$deb" "$prefix"; done
+    echo "offline_deps: unpacked into $prefix (use SWIFT_DEPS_PREFIX=$prefix)"
+    ;;
+  *)
+    echo "usage: offline_deps.sh download DIR | extract DIR PREFIX" >&2
+    exit 2
+    ;;
+esac
