@@ -1,0 +1,38 @@
+// Datasets as ms-swift reads them: local .jsonl/.json/.csv files, `path#N` sampling, and every row normalised
+// to the standard {"messages": [{"role", "content"}...]} form from the common layouts (messages / ShareGPT
+// conversations, alpaca instruction/input/output, query/response/history/system and their aliases).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace swift::data {
+
+// One --dataset / --val_dataset entry: "data.jsonl" or "data.jsonl#500" (use 500 rows: a random subset, or
+// the whole file repeated plus a random remainder when 500 exceeds it, as ms-swift's sample_dataset).
+struct DatasetSpec {
+  std::filesystem::path path;
+  std::optional<int64_t> sample;
+  std::string text;  // as the user wrote it, for messages
+};
+DatasetSpec parse_dataset_spec(const std::string& text, const std::string& flag = "--dataset");
+
+// The rows of a file as JSON objects: .jsonl (one object a line; blank lines skipped), .json (an array of
+// objects, or one object), .csv (a header row; RFC 4180 quoting). DataError naming the file and line.
+std::vector<nlohmann::json> read_rows(const std::filesystem::path& path);
+
+// A row in standard form: "messages" (system first when present, roles system|user|assistant|tool, contents
+// strings, optional per-message "loss"), other columns kept. `where` ("data.jsonl:12") names the row in
+// errors. Throws DataError for a row no layout fits, with the columns it saw.
+nlohmann::json normalise_row(const nlohmann::json& row, const std::string& where);
+
+// Reads, normalises and samples every spec, in order. `seed` drives #N sampling.
+std::vector<nlohmann::json> load_datasets(const std::vector<std::string>& specs, uint64_t seed,
+                                          const std::string& flag = "--dataset");
+
+}  // namespace swift::data

@@ -1,0 +1,319 @@
+// Reading dataset files and normalising rows to messages, following ms-swift's AutoPreprocessor
+// (MessagesPreprocessor, AlpacaPreprocessor, ResponsePreprocessor).
+#include "swift/data/dataset.h"
+
+#include <algorithm>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "swift/core/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace swift::data {
+
+namespace {
+
+const char* const kFormatsHint =
+    "each row needs \"messages\" ([{\"role\": \"user\", \"content\": ...}, {\"role\": \"assistant\", ...}]), "
+    "ShareGPT \"conversations\" ([{\"from\": \"human\", \"value\": ...}, ...]), alpaca "
+    "\"instruction\"/\"input\"/\"output\", or \"query\"/\"response\" (docs/datasets.md)";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// A column by any of its aliases (case-insensitive, as ms-swift's row_keys_map); nullptr when absent or null.
+// Two aliases present at once are ambiguous, and ms-swift then maps neither; so do we.
+const json* find_column(const json& row, std::initializer_list<const char*> aliases, std::string* found = nullptr) {
+  const json* hit = nullptr;
+  int hits = 0;
+  for (auto it = row.begin(); it != row.end(); ++it) {
+    const std::string key = lower(it.key());
+    for (const char* alias : aliases) {
+      if (key == alias && !it.value().is_null()) {
+        hit = &it.value();
+        if (found) *found = it.key();
+        ++hits;
+      }
+    }
+  }
+  return hits == 1 ? hit : nullptr;
+}
+
+std::string text_of(const json& v, const std::string& where, const std::string& what) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number() || v.is_boolean()) return v.dump();
+  throw DataError(where + ": " + what + " must be text, got " + v.dump().substr(0, 80), kFormatsHint);
+}
+
+json message(const std::string& role, const std::string& content) { return {{"role", role}, {"content", content}}; }
+
+std::string standard_role(const std::string& role, const std::string& where) {
+  const std::string r = lower(role);
+  if (r == "user" || r == "human") return "user";
+  if (r == "assistant" || r == "gpt" || r == "bot") return "assistant";
+  if (r == "system") return "system";
+  if (r == "tool" || r == "function" || r == "observation" || r == "ipython") return "tool";
+  throw DataError(where + ": unknown role \"" + role + "\"", "roles are system, user/human, assistant/gpt/bot, tool");
+}
+
+json normalise_messages(const json& raw_in, const json& row, const std::string& where) {
+  json raw = raw_in;
+  if (raw.is_string()) {  // some exports store the list as a JSON string
+    try {
+      raw = json::parse(raw.get<std::string>());
+    } catch (const json::parse_error&) {
+      throw DataError(where + ": \"messages\" is a string that is not a JSON list", kFormatsHint);
+    }
+  }
+  SWIFT_CHECK(raw.is_array() && !raw.empty(), DataError, where + ": \"messages\" must be a non-empty list", kFormatsHint);
+  json messages = json::array();
+  std::string system_column;
+  if (const json* s = find_column(row, {"system", "system_prompt"})) system_column = text_of(*s, where, "system");
+  const bool sharegpt_pairs = raw[0].is_object() && !raw[0].contains("role") && !raw[0].contains("content") &&
+                              !raw[0].contains("from") && !raw[0].contains("value");
+  if (sharegpt_pairs) {  // [{"user"|"human": q, "assistant"|"gpt"|"bot": a}, ...]
+    if (!system_column.empty()) messages.push_back(message("system", system_column));
+    for (const auto& turn : raw) {
+      const json* q = find_column(turn, {"user", "human", "tool"});
+      const json* a = find_column(turn, {"assistant", "gpt", "bot"});
+      SWIFT_CHECK(q && a, DataError, where + ": a ShareGPT turn needs a user and an assistant entry", kFormatsHint);
+      messages.push_back(message(turn.contains("tool") ? "tool" : "user", text_of(*q, where, "user turn")));
+      messages.push_back(message("assistant", text_of(*a, where, "assistant turn")));
+    }
+    return messages;
+  }
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const json& m = raw[i];
+    const std::string at = where + " message " + std::to_string(i);
+    SWIFT_CHECK(m.is_object(), DataError, at + " must be an object", kFormatsHint);
+    const json* role = find_column(m, {"role", "from"});
+    const json* content = find_column(m, {"content", "value"});
+    SWIFT_CHECK(role && role->is_string(), DataError, at + " has no \"role\" (or \"from\")", kFormatsHint);
+    SWIFT_CHECK(content != nullptr, DataError, at + " has no \"content\" (or \"value\")", kFormatsHint);
+    json out = message(standard_role(role->get<std::string>(), at), text_of(*content, at, "content"));
+    if (m.contains("loss") && !m.at("loss").is_null()) {
+      SWIFT_CHECK(m.at("loss").is_boolean() || m.at("loss").is_number(), DataError,
+                  at + ": \"loss\" must be true/false", "write \"loss\": false to exclude a reply from the loss");
+      out["loss"] = m.at("loss").is_boolean() ? m.at("loss").get<bool>() : m.at("loss").get<double>() != 0;
+    }
+    messages.push_back(out);
+  }
+  if (!system_column.empty() && messages[0]["role"] != "system")
+    messages.insert(messages.begin(), message("system", system_column));
+  return messages;
+}
+
+// instruction/input/output or query/response(+history, system) -> messages.
+json normalise_pairs(const json& row, const std::string& where) {
+  std::optional<std::string> query;
+  const json* response = nullptr;
+  const bool alpaca = find_column(row, {"instruction"}) && row.contains("input");
+  if (alpaca) {
+    const json* instruction = find_column(row, {"instruction"});
+    const json* input = find_column(row, {"input"});
+    // ms-swift's AlpacaPreprocessor joins them with "\n" unconditionally.
+    query = (instruction ? text_of(*instruction, where, "instruction") : "") + "\n" +
+            (input ? text_of(*input, where, "input") : "");
+    response = find_column(row, {"output", "response", "answer"});
+  } else {
+    if (const json* q = find_column(row, {"query", "prompt", "input", "instruction", "question"}))
+      query = text_of(*q, where, "query");
+    response = find_column(row, {"response", "answer", "output", "targets", "target", "answer_key", "solution", "text",
+                                 "completion", "content"});
+  }
+  if (!response) {
+    std::string columns;
+    for (auto it = row.begin(); it != row.end(); ++it) columns += (columns.empty() ? "" : ", ") + it.key();
+    throw DataError(where + ": no layout fits this row (columns: " + columns + ")", kFormatsHint);
+  }
+  json messages = json::array();
+  if (const json* s = find_column(row, {"system", "system_prompt"})) messages.push_back(message("system", text_of(*s, where, "system")));
+  if (const json* h = find_column(row, {"history"})) {
+    json history = *h;
+    if (history.is_string()) history = json::parse(history.get<std::string>(), nullptr, false);
+    SWIFT_CHECK(history.is_array(), DataError, where + ": \"history\" must be a list of [query, response] pairs",
+                "e.g. \"history\": [[\"hi\", \"hello!\"]]");
+    for (const auto& pair : history) {
+      SWIFT_CHECK(pair.is_array() && pair.size() == 2, DataError,
+                  where + ": each \"history\" entry must be [query, response]", "e.g. [[\"hi\", \"hello!\"]]");
+      messages.push_back(message("user", text_of(pair[0], where, "history query")));
+      messages.push_back(message("assistant", text_of(pair[1], where, "history response")));
+    }
+  }
+  if (query) messages.push_back(message("user", *query));
+  messages.push_back(message("assistant", text_of(*response, where, "response")));
+  return messages;
+}
+
+std::vector<std::string> parse_csv_record(std::istream& in, size_t& line, bool& ok) {
+  std::vector<std::string> fields;
+  std::string field;
+  bool quoted = false, any = false;
+  ok = false;
+  for (int c; (c = in.get()) != EOF;) {
+    any = true;
+    if (quoted) {
+      if (c == '"') {
+        if (in.peek() == '"') {
+          field += '"';
+          in.get();
+        } else {
+          quoted = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += static_cast<char>(c);
+      }
+    } else if (c == '"') {
+      quoted = true;
+    } else if (c == ',') {
+      fields.push_back(field);
+      field.clear();
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && in.peek() == '\n') in.get();
+      ++line;
+      fields.push_back(field);
+      ok = true;
+      return fields;
+    } else {
+      field += static_cast<char>(c);
+    }
+  }
+  if (quoted) throw DataError("unterminated quoted field", "close every \" in the CSV file");
+  if (any) {
+    fields.push_back(field);
+    ok = true;
+  }
+  return fields;
+}
+
+std::vector<json> read_csv(const fs::path& path, std::istream& in) {
+  size_t line = 1;
+  bool ok = false;
+  auto header = with_context(path.string() + ":" + std::to_string(line), [&] { return parse_csv_record(in, line, ok); });
+  SWIFT_CHECK(ok && !header.empty(), DataError, path.string() + " is empty", "a CSV dataset needs a header row");
+  std::vector<json> rows;
+  while (true) {
+    const size_t row_line = line;
+    auto fields = with_context(path.string() + ":" + std::to_string(row_line), [&] { return parse_csv_record(in, line, ok); });
+    if (!ok) break;
+    if (fields.size() == 1 && fields[0].empty()) continue;  // blank line
+    SWIFT_CHECK(fields.size() == header.size(), DataError,
+                path.string() + ":" + std::to_string(row_line) + ": " + std::to_string(fields.size()) +
+                    " fields, the header has " + std::to_string(header.size()),
+                "quote fields that contain commas or newlines");
+    json row = json::object();
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = fields[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+}  // namespace
+
+DatasetSpec parse_dataset_spec(const std::string& text, const std::string& flag) {
+  DatasetSpec spec;
+  spec.text = text;
+  std::string path = text;
+  if (auto hash = text.rfind('#'); hash != std::string::npos) {
+    const std::string n = text.substr(hash + 1);
+    const bool digits = !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); });
+    SWIFT_CHECK(digits, UsageError, flag + " '" + text + "': the part after # must be a row count",
+                "write " + flag + " data.jsonl#500 to use 500 rows");
+    spec.sample = std::stoll(n);
+    path = text.substr(0, hash);
+  }
+  SWIFT_CHECK(!path.empty(), UsageError, flag + " '" + text + "' names no file", "give a .jsonl, .json or .csv path");
+  spec.path = path;
+  return spec;
+}
+
+std::vector<json> read_rows(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  SWIFT_CHECK(in.good(), DataError, "cannot open dataset " + path.string(),
+              "check the path (datasets are local .jsonl, .json or .csv files)");
+  const std::string ext = lower(path.extension().string());
+  std::vector<json> rows;
+  if (ext == ".jsonl") {
+    std::string line;
+    for (size_t n = 1; std::getline(in, line); ++n) {
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+      json row = json::parse(line, nullptr, false);
+      SWIFT_CHECK(!row.is_discarded(), DataError, path.string() + ":" + std::to_string(n) + " is not valid JSON",
+                  "each line of a .jsonl file must be one JSON object");
+      SWIFT_CHECK(row.is_object(), DataError, path.string() + ":" + std::to_string(n) + " is not a JSON object",
+                  "each line of a .jsonl file must be one JSON object");
+      rows.push_back(std::move(row));
+    }
+  } else if (ext == ".json") {
+    std::stringstream buffer;
+    buffer << in.rdbuf();
+    json all;
+    try {
+      all = json::parse(buffer.str());
+    } catch (const json::parse_error& e) {
+      throw DataError(path.string() + " is not valid JSON: " + e.what(), "a .json dataset is a list of objects");
+    }
+    if (all.is_object()) all = json::array({all});
+    SWIFT_CHECK(all.is_array(), DataError, path.string() + " must hold a list of objects", "a .json dataset is a list of objects");
+    for (size_t i = 0; i < all.size(); ++i) {
+      SWIFT_CHECK(all[i].is_object(), DataError, path.string() + " item " + std::to_string(i) + " is not an object",
+                  "a .json dataset is a list of objects");
+      rows.push_back(std::move(all[i]));
+    }
+  } else if (ext == ".csv") {
+    rows = read_csv(path, in);
+  } else {
+    throw DataError("dataset " + path.string() + " has an unsupported extension '" + ext + "'",
+                    "use .jsonl, .json or .csv");
+  }
+  return rows;
+}
+
+json normalise_row(const json& row, const std::string& where) {
+  json out = row;
+  std::string key;
+  json messages;
+  if (const json* m = find_column(row, {"messages", "conversation", "conversations"}, &key)) {
+    messages = normalise_messages(*m, row, where);
+    out.erase(key);
+  } else {
+    messages = normalise_pairs(row, where);
+    for (const char* k : {"query", "prompt", "input", "instruction", "question", "response", "answer", "output",
+                          "targets", "target", "answer_key", "solution", "text", "completion", "content", "history"})
+      out.erase(k);
+  }
+  for (const char* k : {"system", "system_prompt"}) out.erase(k);
+  out["messages"] = messages;
+  return out;
+}
+
+std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t seed, const std::string& flag) {
+  std::vector<json> all;
+  std::mt19937_64 rng(seed);
+  for (const auto& text : specs) {
+    const DatasetSpec spec = parse_dataset_spec(text, flag);
+    auto rows = read_rows(spec.path);
+    SWIFT_CHECK(!rows.empty(), DataError, "dataset " + spec.path.string() + " has no rows", "check the file");
+    std::vector<size_t> order(rows.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (spec.sample) {
+      const size_t n = static_cast<size_t>(*spec.sample), len = rows.size();
+      std::vector<size_t> picked;
+      for (size_t r = 0; r < n / len; ++r) picked.insert(picked.end(), order.begin(), order.end());
+      std::shuffle(order.begin(), order.end(), rng);
+      picked.insert(picked.end(), order.begin(), order.begin() + static_cast<long>(n % len));
+      order = std::move(picked);
+    }
+    for (size_t i : order) all.push_back(normalise_row(rows[i], spec.path.string() + " row " + std::to_string(i + 1)));
+  }
+  return all;
+}
+
+}  // namespace swift::data
