@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace swift::test {
 
@@ -21,6 +24,23 @@ TempDir::TempDir(const std::string& tag) {
 TempDir::~TempDir() {
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void write_bytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+}
+
+std::string reference_python() {
+  if (const char* python = std::getenv("SWIFT_TEST_PYTHON")) return python;
+  return std::string(SWIFT_SOURCE_DIR) + "/.venv/bin/python";
 }
 
 nlohmann::json tiny_config(const std::string& family) {

@@ -22,6 +22,13 @@ class TempDir {
   std::filesystem::path path_;
 };
 
+// Whole-file reads and writes (binary).
+std::string read_bytes(const std::filesystem::path& path);
+void write_bytes(const std::filesystem::path& path, const std::string& bytes);
+
+// The Python that has the reference libraries: $SWIFT_TEST_PYTHON, else the project's .venv.
+std::string reference_python();
+
 // config.json content of a tiny model of `family` (llama, qwen2, qwen3, mistral): hidden 64, 2 layers,
 // 4 heads / 2 kv heads, vocab 128.
 nlohmann::json tiny_config(const std::string& family);

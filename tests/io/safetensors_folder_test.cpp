@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "swift/core/error.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using swift::DataError;
@@ -20,39 +21,12 @@ using swift::io::NamedTensors;
 using swift::io::SafetensorsFile;
 using swift::io::SafetensorsFolder;
 
+using swift::test::read_bytes;
+using swift::test::reference_python;
+using swift::test::TempDir;
+using swift::test::write_bytes;
+
 namespace {
-
-// A fresh folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("swift_safetensors_folder_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
 
 std::vector<std::string> file_names(const fs::path& dir) {
   std::vector<std::string> names;
@@ -270,14 +244,6 @@ TEST(ParseByteSize, RejectsNonsenseNamingTheFlag) {
 
 // ---- Parity with huggingface_hub.save_torch_state_dict (skipped when the project's .venv lacks it). ----
 
-std::string reference_python() {
-  if (const char* python = std::getenv("SWIFT_TEST_PYTHON")) return python;
-#ifdef SWIFT_SOURCE_DIR
-  return std::string(SWIFT_SOURCE_DIR) + "/.venv/bin/python";
-#else
-  return "python3";
-#endif
-}
 
 TEST_F(SafetensorsFolderTest, MatchesHuggingFaceHubByteForByte) {
   const std::string python = reference_python();

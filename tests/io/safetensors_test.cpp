@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "swift/core/error.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using swift::DataError;
@@ -19,39 +20,12 @@ using swift::UsageError;
 using swift::io::NamedTensors;
 using swift::io::SafetensorsFile;
 
+using swift::test::read_bytes;
+using swift::test::reference_python;
+using swift::test::TempDir;
+using swift::test::write_bytes;
+
 namespace {
-
-// A fresh folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("swift_safetensors_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::string read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream bytes;
-  bytes << in.rdbuf();
-  return bytes.str();
-}
-
-void write_bytes(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out << bytes;
-}
 
 std::string le_u64(uint64_t value) {
   std::string bytes;
@@ -103,14 +77,6 @@ const DtypeCase kEveryDtype[] = {
 };
 
 // The reference implementation for parity tests: the project's .venv python with safetensors installed.
-std::string reference_python() {
-  if (const char* python = std::getenv("SWIFT_TEST_PYTHON")) return python;
-#ifdef SWIFT_SOURCE_DIR
-  return std::string(SWIFT_SOURCE_DIR) + "/.venv/bin/python";
-#else
-  return "python3";
-#endif
-}
 
 bool python_has(const std::string& python, const std::string& module) {
   return std::system((python + " -c 'import " + module + "' >/dev/null 2>&1").c_str()) == 0;

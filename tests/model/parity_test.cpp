@@ -57,20 +57,35 @@ class ParityTest : public ::testing::Test {
   std::vector<std::string> cases_;
 };
 
+// One reference case: the folder transformers saved, loaded by swift, and transformers' outputs.
+struct Case {
+  model::CausalLM model;
+  std::shared_ptr<io::SafetensorsFile> ref;
+};
+
+Case load_case(const std::string& name, std::optional<c10::ScalarType> dtype = std::nullopt) {
+  const fs::path folder = parity_dir() / name;
+  model::LoadOptions options;
+  options.dtype = dtype;
+  return {model::load_model(folder, options), io::SafetensorsFile::open(folder / "reference.safetensors")};
+}
+
+at::Tensor logits_of(Case& c, const std::string& ids, const std::string& mask = "") {
+  model::ForwardArgs args;
+  args.input_ids = c.ref->get(ids);
+  if (!mask.empty()) args.attention_mask = c.ref->get(mask);
+  return c.model->forward(args).to(at::kFloat);
+}
+
 }  // namespace
 
 TEST_F(ParityTest, Fp32LogitsMatchTransformers) {
   torch::NoGradGuard no_grad;
   for (const auto& name : cases_) {
     SCOPED_TRACE(name);
-    const fs::path folder = parity_dir() / name;
-    auto ref = io::SafetensorsFile::open(folder / "reference.safetensors");
-    auto model = model::load_model(folder);
-    ASSERT_EQ(model->dtype(), at::kFloat);
-    model::ForwardArgs args;
-    args.input_ids = ref->get("input_ids");
-    auto logits = model->forward(args);
-    const double diff = max_abs_diff(logits, ref->get("logits"));
+    auto c = load_case(name);
+    ASSERT_EQ(c.model->dtype(), at::kFloat);
+    const double diff = max_abs_diff(logits_of(c, "input_ids"), c.ref->get("logits"));
     std::printf("  %-22s fp32 max abs diff vs transformers %.2e\n", name.c_str(), diff);
     EXPECT_LE(diff, 1e-4) << name << ": max abs diff " << diff;
   }
@@ -80,15 +95,10 @@ TEST_F(ParityTest, LeftPaddedBatchMatchesTransformers) {
   torch::NoGradGuard no_grad;
   for (const auto& name : cases_) {
     SCOPED_TRACE(name);
-    const fs::path folder = parity_dir() / name;
-    auto ref = io::SafetensorsFile::open(folder / "reference.safetensors");
-    auto model = model::load_model(folder);
-    model::ForwardArgs args;
-    args.input_ids = ref->get("padded_input_ids");
-    args.attention_mask = ref->get("padded_attention_mask");
-    auto logits = model->forward(args);
-    auto real = ref->get("padded_attention_mask").to(at::kBool);  // compare real tokens only
-    const double diff = max_abs_diff(logits.index({real}), ref->get("padded_logits").index({real}));
+    auto c = load_case(name);
+    auto logits = logits_of(c, "padded_input_ids", "padded_attention_mask");
+    auto real = c.ref->get("padded_attention_mask").to(at::kBool);  // compare real tokens only
+    const double diff = max_abs_diff(logits.index({real}), c.ref->get("padded_logits").index({real}));
     EXPECT_LE(diff, 1e-4) << name << ": max abs diff " << diff;
   }
 }
@@ -97,28 +107,22 @@ TEST_F(ParityTest, Bf16LogitsWithinBf16Tolerance) {
   torch::NoGradGuard no_grad;
   for (const auto& name : cases_) {
     SCOPED_TRACE(name);
-    const fs::path folder = parity_dir() / name;
-    auto ref = io::SafetensorsFile::open(folder / "reference.safetensors");
-    model::LoadOptions options;
-    options.dtype = at::kBFloat16;
-    auto model = model::load_model(folder, options);
-    ASSERT_EQ(model->dtype(), at::kBFloat16);
-    model::ForwardArgs args;
-    args.input_ids = ref->get("input_ids");
-    auto logits = model->forward(args).to(at::kFloat);
-    auto expected = ref->get("bf16_logits");
+    auto c = load_case(name, at::kBFloat16);
+    ASSERT_EQ(c.model->dtype(), at::kBFloat16);
+    auto logits = logits_of(c, "input_ids");
+    auto expected = c.ref->get("bf16_logits");
     const double max_diff = max_abs_diff(logits, expected);
     const double mean_diff = (logits - expected).abs().mean().item<double>();
     EXPECT_LE(max_diff, 0.1) << name;
     EXPECT_LE(mean_diff, 0.02) << name;
     // And bf16 stays close to the fp32 truth.
-    EXPECT_LE((logits - ref->get("logits")).abs().mean().item<double>(), 0.05) << name;
+    EXPECT_LE((logits - c.ref->get("logits")).abs().mean().item<double>(), 0.05) << name;
   }
 }
 
 // The other direction: folders swift saves load in transformers and give the same logits.
 TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
-  const char* python = std::getenv("SWIFT_TEST_PYTHON") ? std::getenv("SWIFT_TEST_PYTHON") : SWIFT_TEST_PYTHON;
+  const std::string python = test::reference_python();
   torch::NoGradGuard no_grad;
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
@@ -137,6 +141,6 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
     }
   }
   const std::string script = std::string(SWIFT_SOURCE_DIR) + "/tests/parity/check_swift_save.py";
-  const int rc = std::system(("'" + std::string(python) + "' '" + script + "'" + folders + " 2>&1").c_str());
+  const int rc = std::system(("'" + python + "' '" + script + "'" + folders + " 2>&1").c_str());
   EXPECT_EQ(rc, 0) << "transformers disagrees with a folder swift saved (see output above)";
 }
