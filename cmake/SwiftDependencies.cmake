@@ -48,3 +48,10 @@ file(GLOB _torch_nvidia_libs LIST_DIRECTORIES true "${_torch_pkg}/../nvidia/*/li
 foreach(dir ${_torch_nvidia_libs})
   add_link_options("LINKER:-rpath-link,${dir}")
 endforeach()
+
+# Tokenizer: PCRE2 (JIT regexes for tokenizer.json Split patterns), utf8proc (Unicode normal forms and
+# categories), SentencePiece (tokenizer.model). Debian ships pkg-config files for all three.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
+pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)

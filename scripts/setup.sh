@@ -53,9 +53,9 @@ else
     echo "setup: torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') present"
   fi
   if [ "$WITH_TESTS" = 1 ]; then
-    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy' 2>/dev/null; then
-      echo "setup: installing test references (transformers, safetensors, numpy)"
-      "$VENV/bin/pip" install -q transformers safetensors numpy
+    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy, tokenizers, sentencepiece' 2>/dev/null; then
+      echo "setup: installing test references (transformers, safetensors, numpy, tokenizers, sentencepiece)"
+      "$VENV/bin/pip" install -q transformers safetensors numpy tokenizers sentencepiece
     else
       echo "setup: test references present"
     fi

@@ -5,6 +5,7 @@ namespace swift::recipes {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
+      {"infer", "Chat with a model, or answer every row of --val_dataset into a JSONL file.", infer_flags, run_infer},
       {"export", "Write a model as a Hugging Face folder: re-shard, cast dtype, or initialise from config.json.",
        export_flags, run_export},
   };

@@ -22,6 +22,10 @@ const std::vector<Command>& commands();
 std::vector<cli::FlagSpec> export_flags();
 int run_export(const std::vector<std::string>& args);
 
+// infer: interactive chat, or batch answers for --val_dataset into --result_path.
+std::vector<cli::FlagSpec> infer_flags();
+int run_infer(const std::vector<std::string>& args);
+
 // Applies the flags every command shares (logging, threads) and returns the device to run on.
 struct CommonSetup {
   std::string device;

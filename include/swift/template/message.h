@@ -1,0 +1,41 @@
+// The conversation a chat template renders: ms-swift's `messages` (system | user | assistant | tool), with the
+// per-message `loss` switch and Qwen3's `reasoning_content`.
+#pragma once
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace swift::templates {
+
+enum class Role { kSystem, kUser, kAssistant, kTool };
+
+struct Message {
+  Role role = Role::kUser;
+  std::string content;
+  // Assistant messages only: true/false forces loss on/off for this reply whatever the loss rule says.
+  // Default: unset (the loss rule decides).
+  std::optional<bool> loss;
+  // Assistant messages only: the thinking, as in OpenAI-style/Qwen3 messages. Thinking templates (qwen3) render it
+  // as "<think>\n...\n</think>\n\n" before the content; other templates drop it. Default: unset.
+  std::optional<std::string> reasoning_content;
+};
+
+// A conversation: an optional system message first, then user/assistant/tool turns. Consecutive user messages
+// are joined, consecutive assistant messages become one reply (each part keeping its own `loss`), consecutive
+// tool messages one tool turn.
+using Conversation = std::vector<Message>;
+
+std::string_view role_name(Role role);
+// "system" | "user" | "assistant" | "tool" ("tool_response" is read as "tool", as ms-swift does); nullopt else.
+std::optional<Role> parse_role(std::string_view name);
+
+// Reads a JSON array of {"role", "content", "loss"?, "reasoning_content"?} objects (ms-swift's `messages`
+// column). A null content reads as "". DataError saying which message and field is wrong.
+Conversation conversation_from_json(const nlohmann::json& messages);
+nlohmann::json conversation_to_json(const Conversation& messages);
+
+}  // namespace swift::templates

@@ -1,0 +1,302 @@
+// swift infer: chat with a model in the terminal, or answer every row of --val_dataset into --result_path.
+// Top to bottom: flags -> model, tokenizer, template -> sampling defaults -> interactive loop or batch loop.
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "swift/core/device.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/core/progress.h"
+#include "swift/data/dataset.h"
+#include "swift/io/hf_config.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/family_registry.h"
+#include "swift/model/generator.h"
+#include "swift/recipes/commands.h"
+#include "swift/template/message.h"
+#include "swift/template/select.h"
+#include "swift/template/template.h"
+#include "swift/template/template_meta.h"
+#include "swift/tokenizer/tokenizer.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace swift::recipes {
+
+std::vector<cli::FlagSpec> infer_flags() {
+  using cli::FlagType;
+  std::vector<cli::FlagSpec> flags = {
+      {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files)"},
+      {"template", FlagType::kString, "", "chat template; default: the checkpoint's args.json, else the model family's"},
+      {"system", FlagType::kString, "", "system prompt (replaces the template's default)"},
+      {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
+      {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
+      {"val_dataset", FlagType::kList, "", "batch mode: .jsonl/.json/.csv files (path#N samples N rows)"},
+      {"result_path", FlagType::kString, "", "batch mode output JSONL (default: infer_result/<time>.jsonl)"},
+      {"max_new_tokens", FlagType::kInt, "", "tokens to generate at most (default: generation_config.json, else 512)"},
+      {"temperature", FlagType::kFloat, "", "0 = greedy (default: generation_config.json, else greedy)"},
+      {"top_k", FlagType::kInt, "", "sample among the k most likely tokens (0 = off)"},
+      {"top_p", FlagType::kFloat, "", "nucleus sampling (1 = off)"},
+      {"min_p", FlagType::kFloat, "", "drop tokens below min_p x the top probability (0 = off)"},
+      {"repetition_penalty", FlagType::kFloat, "", "> 1 discourages repeats (1 = off)"},
+      {"stop_words", FlagType::kList, "", "extra strings that end a reply"},
+      {"stream", FlagType::kBool, "true", "print tokens as they come (interactive mode)"},
+      {"logprobs", FlagType::kBool, "false", "record each token's log-probability in the results"},
+      {"top_logprobs", FlagType::kInt, "0", "and this many alternatives per token"},
+      {"max_model_len", FlagType::kInt, "0", "prompt + reply tokens at most (0: max_position_embeddings)"},
+      {"max_batch_size", FlagType::kInt, "16", "rows generated together in batch mode"},
+      {"infer_backend", FlagType::kString, "pt", "pt (LibTorch); vllm/sglang/lmdeploy are not available"},
+  };
+  for (auto& f : cli::common_flags()) flags.push_back(f);
+  return flags;
+}
+
+namespace {
+
+// Everything a conversation turn needs.
+struct Session {
+  model::Generator generator;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+  std::unique_ptr<templates::Template> chat;  // the chat template, or plain text with --use_chat_template false
+  model::SamplingParams sampling;
+  int64_t max_model_len = 0;
+  std::optional<bool> enable_thinking;
+  bool stream = true;
+};
+
+std::optional<bool> optional_bool(const cli::Flags& flags, const std::string& name) {
+  if (!flags.given(name) || flags.str(name).empty()) return std::nullopt;
+  std::string v = flags.str(name);
+  if (v == "true" || v == "True" || v == "1") return true;
+  if (v == "false" || v == "False" || v == "0") return false;
+  throw UsageError("--" + name + " expects true or false, got '" + v + "'", "e.g. --" + name + " false");
+}
+
+// Flags first, then the checkpoint's generation_config.json, then greedy with 512 new tokens.
+model::SamplingParams sampling_from(const cli::Flags& flags, const io::GenerationConfig& gen, uint64_t seed) {
+  model::SamplingParams p;
+  p.max_new_tokens = flags.given("max_new_tokens") ? flags.integer("max_new_tokens") : gen.max_new_tokens.value_or(512);
+  const bool sample = gen.do_sample.value_or(gen.temperature.has_value());
+  p.temperature = flags.given("temperature") ? flags.number("temperature") : (sample ? gen.temperature.value_or(1.0) : 0.0);
+  p.top_k = flags.given("top_k") ? flags.integer("top_k") : gen.top_k.value_or(0);
+  p.top_p = flags.given("top_p") ? flags.number("top_p") : gen.top_p.value_or(1.0);
+  p.min_p = flags.given("min_p") ? flags.number("min_p") : gen.min_p.value_or(0.0);
+  p.repetition_penalty = flags.given("repetition_penalty") ? flags.number("repetition_penalty")
+                                                           : gen.repetition_penalty.value_or(1.0);
+  p.seed = seed;
+  p.logprobs = flags.boolean("logprobs") || flags.integer("top_logprobs") > 0;
+  p.top_logprobs = flags.integer("top_logprobs");
+  SWIFT_CHECK(p.max_new_tokens > 0, UsageError, "--max_new_tokens must be positive", "e.g. --max_new_tokens 256");
+  SWIFT_CHECK(p.temperature >= 0, UsageError, "--temperature must be >= 0", "0 is greedy; 0.7 is a common choice");
+  SWIFT_CHECK(p.top_p > 0 && p.top_p <= 1, UsageError, "--top_p must be in (0, 1]", "e.g. --top_p 0.9");
+  SWIFT_CHECK(p.repetition_penalty > 0, UsageError, "--repetition_penalty must be > 0", "1 turns it off");
+  SWIFT_CHECK(p.top_logprobs >= 0 && p.top_logprobs <= 20, UsageError, "--top_logprobs must be 0..20",
+              "as the OpenAI API allows");
+  return p;
+}
+
+Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
+  const std::string model_dir = flags.str("model");
+  SWIFT_CHECK(!model_dir.empty(), UsageError, "swift infer needs --model",
+              "e.g. swift infer --model runs/quickstart/qwen3-tiny");
+  SWIFT_CHECK(flags.str("infer_backend") == "pt", UsageError,
+              "--infer_backend " + flags.str("infer_backend") + " is not available in swift",
+              "use --infer_backend pt (LibTorch, CPU or CUDA)");
+  model::LoadOptions load;
+  load.dtype = parse_dtype(flags.str("torch_dtype"));
+  load.device = parse_device(setup.device);
+  auto model = model::load_model(model_dir, load);
+  auto tok = with_context("loading the tokenizer of " + model_dir, [&] { return tokenizer::Tokenizer::load(model_dir); });
+
+  templates::TemplateOptions options;
+  if (flags.given("system")) options.system = flags.str("system");
+  options.enable_thinking = optional_bool(flags, "enable_thinking");
+  std::unique_ptr<templates::Template> chat;
+  if (flags.boolean("use_chat_template")) {
+    const auto* family = model::find_model_family(model->config().model_type, {});
+    const auto choice = templates::choose_template(flags.str("template"), {model_dir},
+                                                   family ? family->default_template : "",
+                                                   "the default for model_type " + model->config().model_type);
+    chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *tok, options);
+    if (auto missing = chat->missing_token()) {
+      throw UsageError("template '" + choice.name + "' (from " + choice.source + ") needs the token " + *missing +
+                           ", which the tokenizer of " + model_dir + " lacks",
+                       "pick a matching --template (" + templates::template_names_joined() +
+                           ") or pass --use_chat_template false for plain completion");
+    }
+    log_info("template: ", choice.name, " (", choice.source, ")");
+  } else {
+    chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), *tok, options);
+  }
+
+  Session s{model::Generator(model), std::move(tok), std::move(chat), {}, 0, options.enable_thinking, true};
+  s.sampling = sampling_from(flags, io::load_generation_config(model_dir), static_cast<uint64_t>(flags.integer("seed")));
+  s.sampling.stop_token_ids = s.chat->stop_token_ids();
+  for (const auto& id : io::load_generation_config(model_dir).eos_token_ids)
+    if (std::find(s.sampling.stop_token_ids.begin(), s.sampling.stop_token_ids.end(), id) == s.sampling.stop_token_ids.end())
+      s.sampling.stop_token_ids.push_back(id);
+  for (const auto& word : flags.list("stop_words")) {
+    auto ids = s.tokenizer->encode(word);
+    if (ids.size() == 1) s.sampling.stop_token_ids.push_back(ids[0]);
+    else if (!ids.empty()) s.sampling.stop_sequences.push_back(ids);
+  }
+  s.max_model_len = flags.integer("max_model_len") > 0 ? flags.integer("max_model_len")
+                                                       : model->config().max_position_embeddings;
+  s.stream = flags.boolean("stream");
+  return s;
+}
+
+// The prompt ids of a conversation that ends with a user (or tool) turn.
+std::vector<int64_t> prompt_ids(const Session& s, const templates::Conversation& messages) {
+  return s.chat->encode_prompt(messages, s.enable_thinking);
+}
+
+// Sampling for one batch: new tokens capped by --max_model_len.
+model::SamplingParams params_for(const Session& s, int64_t longest_prompt, const std::string& where) {
+  SWIFT_CHECK(longest_prompt < s.max_model_len, DataError,
+              where + ": the prompt has " + std::to_string(longest_prompt) + " tokens, --max_model_len is " +
+                  std::to_string(s.max_model_len),
+              "raise --max_model_len or shorten the conversation");
+  model::SamplingParams p = s.sampling;
+  p.max_new_tokens = std::min(p.max_new_tokens, s.max_model_len - longest_prompt);
+  return p;
+}
+
+json bytes_of(const std::string& text) {
+  json out = json::array();
+  for (unsigned char c : text) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+// OpenAI chat-completions style: {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...]}.
+json logprobs_json(const Session& s, const std::vector<model::TokenLogprob>& logprobs) {
+  json content = json::array();
+  for (const auto& t : logprobs) {
+    const std::string token = s.tokenizer->decode(std::vector<int64_t>{t.token});
+    json top = json::array();
+    for (const auto& alt : t.top) {
+      const std::string alt_text = s.tokenizer->decode(std::vector<int64_t>{alt.token});
+      top.push_back({{"token", alt_text}, {"logprob", alt.logprob}, {"bytes", bytes_of(alt_text)}});
+    }
+    content.push_back({{"token", token}, {"logprob", t.logprob}, {"bytes", bytes_of(token)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+std::string default_result_path() {
+  const std::time_t now = std::time(nullptr);
+  std::ostringstream name;
+  name << "infer_result/" << std::put_time(std::localtime(&now), "%Y%m%d-%H%M%S") << ".jsonl";
+  return name.str();
+}
+
+// Batch mode: every row's conversation up to its last assistant reply is the prompt; that reply is the label.
+int run_batch(Session& s, const cli::Flags& flags) {
+  const auto rows = data::load_datasets(flags.list("val_dataset"), static_cast<uint64_t>(flags.integer("seed")),
+                                        "--val_dataset");
+  const fs::path result_path = flags.str("result_path").empty() ? default_result_path() : flags.str("result_path");
+  if (result_path.has_parent_path()) fs::create_directories(result_path.parent_path());
+  // Rows are appended to a temporary sibling as they finish and renamed into place at the end, so an
+  // interrupted run never leaves a result file that looks complete.
+  const fs::path tmp = result_path.string() + ".tmp-" + std::to_string(::getpid());
+  std::ofstream out(tmp, std::ios::trunc);
+  SWIFT_CHECK(out.good(), DataError, "cannot write " + tmp.string(), "check that --result_path is writable");
+
+  const size_t batch = static_cast<size_t>(std::max<int64_t>(1, flags.integer("max_batch_size")));
+  Progress progress("infer", static_cast<int64_t>(rows.size()));
+  for (size_t start = 0; start < rows.size(); start += batch) {
+    const size_t end = std::min(rows.size(), start + batch);
+    std::vector<templates::Conversation> prompts;
+    std::vector<std::optional<std::string>> labels;
+    std::vector<std::vector<int64_t>> ids;
+    int64_t longest = 0;
+    for (size_t i = start; i < end; ++i) {
+      const std::string where = "--val_dataset row " + std::to_string(i + 1);
+      auto conversation = with_context(where, [&] { return templates::conversation_from_json(rows[i]["messages"]); });
+      std::optional<std::string> label;
+      if (!conversation.empty() && conversation.back().role == templates::Role::kAssistant) {
+        label = conversation.back().content;
+        conversation.pop_back();
+      }
+      SWIFT_CHECK(!conversation.empty() && conversation.back().role != templates::Role::kSystem, DataError,
+                  where + " has no user message to answer", "each row needs at least one user message");
+      ids.push_back(with_context(where, [&] { return prompt_ids(s, conversation); }));
+      longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.back().size()));
+      prompts.push_back(std::move(conversation));
+      labels.push_back(label);
+    }
+    const auto params = params_for(s, longest, "--val_dataset rows " + std::to_string(start + 1) + "-" + std::to_string(end));
+    const auto results = s.generator.generate(ids, params);
+    for (size_t k = 0; k < results.size(); ++k) {
+      const auto& r = results[k];
+      nlohmann::ordered_json row = {{"messages", templates::conversation_to_json(prompts[k])},
+                  {"response", s.tokenizer->decode(r.tokens, /*skip_special_tokens=*/true)},
+                  {"labels", labels[k] ? json(*labels[k]) : json(nullptr)},
+                  {"finish_reason", r.finish_reason},
+                  {"usage", {{"prompt_tokens", r.prompt_tokens},
+                             {"completion_tokens", static_cast<int64_t>(r.tokens.size())},
+                             {"total_tokens", r.prompt_tokens + static_cast<int64_t>(r.tokens.size())}}}};
+      if (params.logprobs) row["logprobs"] = logprobs_json(s, r.logprobs);
+      out << row.dump() << "\n";
+    }
+    out.flush();
+    SWIFT_CHECK(out.good(), DataError, "writing " + tmp.string() + " failed", "check the disk has room");
+    progress.advance(static_cast<int64_t>(end - start));
+  }
+  progress.finish();
+  out.close();
+  fs::rename(tmp, result_path);
+  log_info("wrote ", rows.size(), " results to ", result_path.string());
+  return 0;
+}
+
+// Interactive chat on stdin/stdout: multi-turn history; `clear` starts over, `exit` or end of input quits.
+int run_interactive(Session& s) {
+  templates::Conversation history;
+  std::cout << "swift infer: type a message; 'clear' resets the conversation, 'exit' (or Ctrl-D) quits.\n";
+  std::string line;
+  while (true) {
+    std::cout << "<<< " << std::flush;
+    if (!std::getline(std::cin, line)) break;
+    if (line == "exit" || line == "quit") break;
+    if (line == "clear") {
+      history.clear();
+      std::cout << "(conversation cleared)\n";
+      continue;
+    }
+    if (line.empty()) continue;
+    history.push_back({templates::Role::kUser, line, std::nullopt, std::nullopt});
+    const auto ids = prompt_ids(s, history);
+    const auto params = params_for(s, static_cast<int64_t>(ids.size()), "the conversation");
+    tokenizer::StreamDecoder stream(*s.tokenizer, /*skip_special_tokens=*/true);
+    std::cout << ">>> " << std::flush;
+    auto on_token = [&](size_t, int64_t token, bool is_stop) {
+      if (s.stream && !is_stop) std::cout << stream.push(token) << std::flush;
+    };
+    const auto result = s.generator.generate({ids}, params, on_token)[0];
+    const std::string reply = s.tokenizer->decode(result.tokens, /*skip_special_tokens=*/true);
+    std::cout << (s.stream ? stream.flush() : reply) << "\n";
+    history.push_back({templates::Role::kAssistant, reply, std::nullopt, std::nullopt});
+  }
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace
+
+int run_infer(const std::vector<std::string>& args) {
+  const auto flags = cli::parse_flags("infer", infer_flags(), args);
+  const auto setup = apply_common_flags(flags);
+  Session session = open_session(flags, setup);
+  return flags.list("val_dataset").empty() ? run_interactive(session) : run_batch(session, flags);
+}
+
+}  // namespace swift::recipes

@@ -1,0 +1,188 @@
+// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm}.py, ms-swift
+// 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is Mistral-7B-Instruct's [INST]
+// format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
+#include "swift/template/template_meta.h"
+
+#include <algorithm>
+#include <map>
+
+#include "swift/core/error.h"
+
+namespace swift::templates {
+
+namespace {
+
+const char* const kDefaultSystem = "You are a helpful assistant.";
+
+// https://github.com/facebookresearch/llama/blob/main/llama/generation.py, as ms-swift's `llama` template.
+const char* const kLlama2DefaultSystem =
+    "You are a helpful, respectful and honest assistant. Always answer as helpfully as possible, while being safe. "
+    "Your answers should not include any harmful, unethical, racist, sexist, toxic, dangerous, or illegal content. "
+    "Please ensure that your responses are socially unbiased and positive in nature.\n\n"
+    "If a question does not make any sense, or is not factually coherent, explain why instead of answering "
+    "something not correct. If you don't know the answer to a question, please don't share false information.";
+
+TemplateMeta chatml() {
+  TemplateMeta m;
+  m.name = "chatml";
+  m.description = "ChatML (<|im_start|>role ... <|im_end|>), no default system prompt";
+  m.prompt = {"<|im_start|>user\n{{QUERY}}<|im_end|>\n"};
+  m.generation_prompt = {"<|im_start|>assistant\n"};
+  m.chat_sep = {"<|im_end|>\n"};
+  m.suffix = {"<|im_end|>\n"};
+  m.system_prefix = {"<|im_start|>system\n{{SYSTEM}}<|im_end|>\n"};
+  m.auto_add_bos = true;
+  m.required_tokens = {"<|im_start|>", "<|im_end|>"};
+  m.tool_format = ToolFormat::kHermes;
+  return m;
+}
+
+TemplateMeta qwen(std::string name, std::optional<std::string> default_system, std::string description) {
+  TemplateMeta m = chatml();
+  m.name = std::move(name);
+  m.description = std::move(description);
+  m.default_system = std::move(default_system);
+  m.auto_add_bos = false;
+  m.stop_words = {"<|endoftext|>"};
+  return m;
+}
+
+TemplateMeta llama3() {
+  TemplateMeta m;
+  m.name = "llama3";
+  m.description = "Llama 3 / 3.1 headers (<|start_header_id|>role<|end_header_id|>), no default system prompt";
+  m.prefix = {"<|begin_of_text|>"};
+  m.system_prefix = {"<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n{{SYSTEM}}<|eot_id|>"};
+  m.prompt = {"<|start_header_id|>user<|end_header_id|>\n\n{{QUERY}}<|eot_id|>"};
+  m.generation_prompt = {"<|start_header_id|>assistant<|end_header_id|>\n\n"};
+  m.chat_sep = {"<|eot_id|>"};
+  m.suffix = {"<|eot_id|>"};
+  m.required_tokens = {"<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"};
+  m.tool_format = ToolFormat::kLlama3;
+  return m;
+}
+
+TemplateMeta llama3_2() {
+  TemplateMeta m = llama3();
+  m.name = "llama3_2";
+  m.description = "Llama 3.2: llama3 with a dated system header that is always present";
+  // ms-swift's prefix holds {{SYSTEM}}, so it is the system_prefix too and the prefix is it without the system.
+  m.system_prefix = {
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+      "Cutting Knowledge Date: December 2023\nToday Date: {{DATE}}\n\n{{SYSTEM}}<|eot_id|>"};
+  m.prefix = {
+      "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+      "Cutting Knowledge Date: December 2023\nToday Date: {{DATE}}\n\n<|eot_id|>"};
+  return m;
+}
+
+TemplateMeta llama2() {
+  TemplateMeta m;
+  m.name = "llama";
+  m.description = "Llama 2 chat ([INST] <<SYS>> ... [/INST]) with Llama 2's default system prompt";
+  m.prefix = {"<s>[INST] "};
+  m.system_prefix = {"<s>[INST] <<SYS>>\n{{SYSTEM}}\n<</SYS>>\n\n"};
+  m.prompt = {"{{QUERY}} [/INST]"};
+  m.chat_sep = {"</s><s>[INST] "};
+  m.suffix = {"</s>"};
+  m.default_system = kLlama2DefaultSystem;
+  m.required_tokens = {"<s>", "</s>"};
+  return m;
+}
+
+TemplateMeta mistral() {
+  TemplateMeta m;
+  m.name = "mistral";
+  m.description = "Mistral 7B Instruct ([INST] ... [/INST], one <s>), system prompt before the first query";
+  m.prefix = {"<s>[INST] "};
+  m.system_prefix = {"<s>[INST] {{SYSTEM}}\n\n"};
+  m.prompt = {"{{QUERY}} [/INST]"};
+  m.chat_sep = {"</s>[INST] "};
+  m.suffix = {"</s>"};
+  m.required_tokens = {"<s>", "</s>"};
+  return m;
+}
+
+TemplateMeta default_template() {
+  TemplateMeta m;
+  m.name = "default";
+  m.description = "ms-swift's generic '### Human: / ### Assistant:' template; the tokenizer's EOS ends a reply";
+  m.system_prefix = {"{{SYSTEM}}\n\n"};
+  m.prompt = {"### Human:\n{{QUERY}}\n\n"};
+  m.generation_prompt = {"### Assistant:\n"};
+  m.chat_sep = {"\n\n"};
+  m.suffix = {Piece::eos()};
+  m.default_system = kDefaultSystem;
+  m.auto_add_bos = true;
+  return m;
+}
+
+std::map<std::string, TemplateMeta, std::less<>> build_registry() {
+  std::vector<TemplateMeta> all;
+  all.push_back(chatml());
+  all.push_back(qwen("qwen", kDefaultSystem, "Qwen / Qwen2 (ChatML) with 'You are a helpful assistant.'"));
+  all.push_back(qwen("qwen2_5", "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.",
+                     "Qwen2.5 (ChatML) with Qwen2.5's default system prompt"));
+  TemplateMeta q3 = qwen("qwen3", std::nullopt,
+                         "Qwen3 hybrid thinking (ChatML); enable_thinking switches per request");
+  q3.is_thinking = true;
+  q3.non_thinking_prefix = "<think>\n\n</think>\n\n";
+  all.push_back(q3);
+  TemplateMeta q3t = qwen("qwen3_thinking", std::nullopt, "Qwen3 thinking-only (Qwen3-*-Thinking-2507)");
+  q3t.is_thinking = true;
+  q3t.thinking_prefix = "<think>\n";
+  all.push_back(q3t);
+  all.push_back(qwen("qwen3_nothinking", std::nullopt, "Qwen3 instruct-only (Qwen3-*-Instruct-2507)"));
+  all.push_back(llama3());
+  all.push_back(llama3_2());
+  all.push_back(llama2());
+  all.push_back(mistral());
+  all.push_back(default_template());
+  std::map<std::string, TemplateMeta, std::less<>> registry;
+  for (auto& m : all) registry.emplace(m.name, std::move(m));
+  return registry;
+}
+
+const std::map<std::string, TemplateMeta, std::less<>>& registry() {
+  static const auto r = build_registry();
+  return r;
+}
+
+}  // namespace
+
+const std::vector<std::string>& template_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& [name, meta] : registry()) v.push_back(name);
+    return v;
+  }();
+  return names;
+}
+
+std::string template_names_joined() {
+  std::string s;
+  for (const auto& name : template_names()) s += (s.empty() ? "" : ", ") + name;
+  return s;
+}
+
+const TemplateMeta& find_template_meta(std::string_view name) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    throw UsageError("unknown chat template '" + std::string(name) + "'",
+                     "pass --template with one of: " + template_names_joined());
+  }
+  return it->second;
+}
+
+TemplateMeta plain_text_template_meta() {
+  TemplateMeta m;
+  m.name = "plain";
+  m.description = "no chat template (--use_chat_template false): BOS + text, EOS after a training reply";
+  m.prompt = {"{{QUERY}}"};
+  m.suffix = {Piece::eos()};
+  m.auto_add_bos = true;
+  m.multi_round = false;
+  return m;
+}
+
+}  // namespace swift::templates

@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Writes msswift_golden.json: ms-swift's own Template.encode output (input_ids, labels) for the conversations,
+templates and loss rules below, the reference for tests/template/template_test.cpp. Run by hand, not by CTest
+(ms-swift is not a test dependency):
+
+  .venv/bin/pip install --no-deps ms-swift && .venv/bin/pip install pillow datasets modelscope peft json_repair
+  .venv/bin/python tests/template/make_msswift_golden.py /work/shared/assets/tokenizers tests/template/msswift_golden.json
+
+ms-swift's get_template wants a model's model_info/model_meta on the tokenizer; a stub stands in for them (a
+text-only causal LM), which is all the template code reads.
+"""
+import json
+import sys
+from types import SimpleNamespace
+
+import swift
+from transformers import AutoTokenizer
+from swift.template import get_template
+
+ASSETS, OUT = sys.argv[1], sys.argv[2]
+
+_tokenizers = {}
+
+
+def load_tokenizer(name):
+    if name not in _tokenizers:
+        tok = AutoTokenizer.from_pretrained(f'{ASSETS}/{name}')
+        object.__setattr__(tok, 'model_info', SimpleNamespace(
+            config=None, task_type='causal_lm', max_model_len=None, is_multimodal=False, model_type=name,
+            model_dir='/nonexistent'))
+        object.__setattr__(tok, 'model_meta', SimpleNamespace(is_multimodal=False, template=None,
+                                                              candidate_templates=[]))
+        _tokenizers[name] = tok
+    return _tokenizers[name]
+
+
+def U(c, **kw):
+    return dict(role='user', content=c, **kw)
+
+
+def A(c, **kw):
+    return dict(role='assistant', content=c, **kw)
+
+
+def S(c):
+    return dict(role='system', content=c)
+
+
+def T(c):
+    return dict(role='tool', content=c)
+
+
+THINK1 = '<think>\nThe user greets me.\n</think>\n\nHello! How can I help?'
+MULTI = [U('Hi there'), A('Hello! How can I help?'), U('What is 2+2?'), A('2+2 equals 4.')]
+MULTI_SYS = [S('You are terse.')] + MULTI
+THINK_HISTORY = [U('Hi there'), A(THINK1), U('What is 2+2?'), A('<think>\nSimple sum.\n</think>\n\n2+2 equals 4.')]
+TOOL = [U("What's the weather in Paris?"), A('<tool_call>\n{"name": "weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+        T('{"temp": 21}'), T('{"sky": "clear"}'), A('It is 21 degrees and clear in Paris.')]
+LOSS_FLAGS = [U('Hi there'), A('Hello! How can I help?', loss=True), U('What is 2+2?'), A('2+2 equals 4.', loss=False),
+              U('And 3+3?'), A('6.')]
+SPLIT_ASSISTANT = [U('Tell me two things.'), A('First thing. ', loss=False), A('Second thing.', loss=True)]
+
+# name, tokenizer, template, mode (train|infer), loss_scale, --system, enable_thinking, messages
+CASES = [
+    ('qwen3_single', 'qwen3', 'qwen3', 'train', 'default', None, None, [U('Hi there'), A('Hello!')]),
+    ('qwen3_multi_default', 'qwen3', 'qwen3', 'train', 'default', None, None, MULTI_SYS),
+    ('qwen3_multi_last_round', 'qwen3', 'qwen3', 'train', 'last_round', None, None, MULTI_SYS),
+    ('qwen3_multi_all', 'qwen3', 'qwen3', 'train', 'all', None, None, MULTI_SYS),
+    ('qwen3_think_history_default', 'qwen3', 'qwen3', 'train', 'default', None, None, THINK_HISTORY),
+    ('qwen3_think_history_last_round', 'qwen3', 'qwen3', 'train', 'last_round', None, None, THINK_HISTORY),
+    ('qwen3_loss_flags_default', 'qwen3', 'qwen3', 'train', 'default', None, None, LOSS_FLAGS),
+    ('qwen3_loss_flags_last_round', 'qwen3', 'qwen3', 'train', 'last_round', None, None, LOSS_FLAGS),
+    ('qwen3_loss_flags_all', 'qwen3', 'qwen3', 'train', 'all', None, None, LOSS_FLAGS),
+    ('qwen3_final_loss_false', 'qwen3', 'qwen3', 'train', 'default', None, None,
+     [U('Hi there'), A('Hello!', loss=False)]),
+    ('qwen3_split_assistant', 'qwen3', 'qwen3', 'train', 'default', None, None, SPLIT_ASSISTANT),
+    ('qwen3_tool', 'qwen3', 'qwen3', 'train', 'default', None, None, TOOL),
+    ('qwen3_pretrain', 'qwen3', 'qwen3', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('qwen3_ends_with_stop_word', 'qwen3', 'qwen3', 'train', 'default', None, None,
+     [U('Hi there'), A('Hello!<|im_end|>')]),
+    ('qwen3_consecutive_users', 'qwen3', 'qwen3', 'train', 'default', None, None,
+     [U('First part. '), U('Second part.'), A('Got both.')]),
+    ('qwen3_infer_thinking', 'qwen3', 'qwen3', 'infer', None, None, True, THINK_HISTORY[:3]),
+    ('qwen3_infer_no_thinking', 'qwen3', 'qwen3', 'infer', None, None, False, THINK_HISTORY[:3]),
+    ('qwen3_infer_default', 'qwen3', 'qwen3', 'infer', None, None, None, [U('Hi there')]),
+    ('qwen3_infer_system', 'qwen3', 'qwen3', 'infer', None, None, True, [S('You are terse.'), U('Hi there')]),
+    ('qwen3_infer_tool', 'qwen3', 'qwen3', 'infer', None, None, True, TOOL[:4]),
+    ('qwen_default_system', 'qwen3', 'qwen', 'train', 'default', None, None, MULTI),
+    ('qwen_cli_system', 'qwen3', 'qwen', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('qwen_dataset_system_wins', 'qwen3', 'qwen', 'train', 'default', 'You are a pirate.', None, MULTI_SYS),
+    ('qwen_empty_system', 'qwen3', 'qwen', 'train', 'default', None, None, [S('')] + MULTI),
+    ('qwen2_5_default_system', 'qwen3', 'qwen2_5', 'train', 'default', None, None, MULTI),
+    ('qwen2_5_infer', 'qwen3', 'qwen2_5', 'infer', None, None, None, MULTI[:3]),
+    ('chatml_multi', 'qwen3', 'chatml', 'train', 'default', None, None, MULTI_SYS),
+    ('llama3_multi_default', 'llama3', 'llama3', 'train', 'default', None, None, MULTI_SYS),
+    ('llama3_multi_last_round', 'llama3', 'llama3', 'train', 'last_round', None, None, MULTI),
+    ('llama3_loss_flags_all', 'llama3', 'llama3', 'train', 'all', None, None, LOSS_FLAGS),
+    ('llama3_tool', 'llama3', 'llama3', 'train', 'default', None, None, TOOL),
+    ('llama3_infer', 'llama3', 'llama3', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('llama2_default_system', 'mistral7b', 'llama', 'train', 'default', None, None, MULTI),
+    ('llama2_system', 'mistral7b', 'llama', 'train', 'last_round', None, None, MULTI_SYS),
+    ('llama2_infer', 'mistral7b', 'llama', 'infer', None, None, None, MULTI[:3]),
+    ('default_mistral_tokenizer', 'mistral7b', 'default', 'train', 'default', None, None, MULTI),
+    ('default_qwen3_tokenizer', 'qwen3', 'default', 'train', 'all', None, None, MULTI_SYS),
+    ('default_infer', 'mistral7b', 'default', 'infer', None, None, None, MULTI[:3]),
+]
+
+
+def main():
+    out = []
+    for name, tok_name, template_type, mode, loss_scale, system, enable_thinking, messages in CASES:
+        tok = load_tokenizer(tok_name)
+        kwargs = {}
+        if loss_scale is not None:
+            kwargs['loss_scale'] = loss_scale
+        template = get_template(tok, template_type=template_type, default_system=system, **kwargs)
+        template.set_mode('train' if mode == 'train' else 'transformers')
+        inputs = {'messages': json.loads(json.dumps(messages))}
+        if enable_thinking is not None:
+            inputs['chat_template_kwargs'] = {'enable_thinking': enable_thinking}
+        enc = template.encode(inputs)
+        case = dict(name=name, tokenizer=tok_name, template=template_type, mode=mode, messages=messages,
+                    input_ids=enc['input_ids'])
+        if loss_scale is not None:
+            case['loss_scale'] = loss_scale
+        if system is not None:
+            case['system'] = system
+        if enable_thinking is not None:
+            case['enable_thinking'] = enable_thinking
+        if mode == 'train':
+            case['labels'] = enc['labels']
+            case['loss_text'] = tok.decode([t for t in enc['labels'] if t != -100])
+        if tok_name != 'mistral7b':  # byte-level BPE: decode(ids) is exactly the rendered text
+            case['text'] = tok.decode(enc['input_ids'])
+        out.append(case)
+    doc = {
+        'generator': 'tests/template/make_msswift_golden.py',
+        'ms_swift_version': swift.__version__ if hasattr(swift, '__version__') else 'unknown',
+        'cases': out,
+    }
+    with open(OUT, 'w') as f:  # one case per line, so that a regenerated file diffs case by case
+        head = json.dumps({k: v for k, v in doc.items() if k != 'cases'}, ensure_ascii=False)[:-1]
+        f.write(head + ', "cases": [\n')
+        f.write(',\n'.join(json.dumps(c, ensure_ascii=False) for c in out))
+        f.write('\n]}\n')
+    print(f'wrote {len(out)} cases to {OUT}')
+
+
+if __name__ == '__main__':
+    main()
