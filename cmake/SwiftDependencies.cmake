@@ -31,6 +31,7 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp REQUIRED)
+find_package(ZLIB REQUIRED)  # PNG loss plots (Debian zlib1g-dev)
 
 if(SWIFT_USE_JEMALLOC)
   find_library(JEMALLOC_LIBRARY NAMES jemalloc)

@@ -21,7 +21,7 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv python3-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
-  libsentencepiece-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libyaml-cpp-dev libjemalloc-dev)
+  libsentencepiece-dev libpcre2-dev libutf8proc-dev libcpp-httplib-dev libyaml-cpp-dev libjemalloc-dev zlib1g-dev)
 
 if [ "${SWIFT_SKIP_APT:-0}" != 1 ] && command -v dpkg-query >/dev/null; then
   missing=()
@@ -53,9 +53,9 @@ else
     echo "setup: torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') present"
   fi
   if [ "$WITH_TESTS" = 1 ]; then
-    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy, tokenizers, sentencepiece' 2>/dev/null; then
-      echo "setup: installing test references (transformers, safetensors, numpy, tokenizers, sentencepiece)"
-      "$VENV/bin/pip" install -q transformers safetensors numpy tokenizers sentencepiece
+    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, PIL, peft' 2>/dev/null; then
+      echo "setup: installing test references (transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, pillow, peft)"
+      "$VENV/bin/pip" install -q transformers safetensors numpy tokenizers sentencepiece peft tensorboard pillow
     else
       echo "setup: test references present"
     fi

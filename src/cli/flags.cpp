@@ -1,6 +1,7 @@
 // Flag tables, parsing (command line and YAML/JSON config files) and help text.
 #include "swift/cli/flags.h"
 
+#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -33,8 +34,11 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 }
 
 const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, const std::string& name) {
-  for (const auto& s : specs)
+  for (const auto& s : specs) {
     if (s.name == name) return &s;
+    for (const auto& alias : s.aliases)
+      if (alias == name) return &s;
+  }
   return nullptr;
 }
 
@@ -79,8 +83,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_config_file(c
               "write one 'flag: value' per line, e.g. 'model: configs/models/qwen3-tiny'");
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   for (const auto& kv : root) {
-    const std::string name = normalise(kv.first.as<std::string>());
-    if (!find_spec(specs, name)) unknown_flag(command, name, specs, " (in " + path + ")");
+    const FlagSpec* spec = find_spec(specs, normalise(kv.first.as<std::string>()));
+    if (!spec) unknown_flag(command, normalise(kv.first.as<std::string>()), specs, " (in " + path + ")");
+    const std::string name = spec->name;
     std::vector<std::string> values;
     if (kv.second.IsSequence()) {
       for (const auto& item : kv.second) values.push_back(yaml_scalar(item));
@@ -148,6 +153,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
     name = normalise(name);
     const FlagSpec* spec = find_spec(specs, name);
     if (!spec) unknown_flag(command, name, specs, "");
+    name = spec->name;  // an alias stores under the flag's own name
     std::vector<std::string> v;
     auto next_is_value = [&] { return i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; };
     if (inline_value) {
@@ -223,6 +229,27 @@ std::vector<std::string> Flags::list(const std::string& name) const {
   return values_.at(name);
 }
 
+nlohmann::json Flags::to_json() const {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& s : specs_) {
+    const auto& v = values_.at(s.name);
+    if (s.type == FlagType::kList) {
+      out[s.name] = v;
+    } else if (v.empty() || v.front().empty()) {
+      out[s.name] = nullptr;
+    } else if (s.type == FlagType::kInt) {
+      out[s.name] = integer(s.name);
+    } else if (s.type == FlagType::kFloat) {
+      out[s.name] = number(s.name);
+    } else if (s.type == FlagType::kBool) {
+      out[s.name] = boolean(s.name);
+    } else {
+      out[s.name] = v.front();
+    }
+  }
+  return out;
+}
+
 std::string format_help(const std::string& command, const std::string& summary, const std::vector<FlagSpec>& specs) {
   std::ostringstream out;
   out << "usage: swift " << command << " [config.yaml|config.json] [--flag value ...]\n\n" << summary << "\n\nflags:\n";
@@ -233,6 +260,7 @@ std::string format_help(const std::string& command, const std::string& summary, 
                        : s.type == FlagType::kList  ? "list"
                                                     : "str";
     out << "  --" << s.name << " <" << type << ">";
+    for (const auto& alias : s.aliases) out << " (also --" << alias << ")";
     out << "  (default: " << (s.default_value.empty() ? "none" : s.default_value) << ")\n";
     out << "      " << s.help << "\n";
   }

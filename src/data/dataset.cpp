@@ -127,7 +127,7 @@ json normalise_pairs(const json& row, const std::string& where) {
     response = find_column(row, {"response", "answer", "output", "targets", "target", "answer_key", "solution", "text",
                                  "completion", "content"});
   }
-  if (!response) {
+  if (!response && !query) {
     std::string columns;
     for (auto it = row.begin(); it != row.end(); ++it) columns += (columns.empty() ? "" : ", ") + it.key();
     throw DataError(where + ": no layout fits this row (columns: " + columns + ")", kFormatsHint);
@@ -147,7 +147,8 @@ json normalise_pairs(const json& row, const std::string& where) {
     }
   }
   if (query) messages.push_back(message("user", *query));
-  messages.push_back(message("assistant", text_of(*response, where, "response")));
+  // A row without a response is a prompt (inference); training drops it as having nothing to learn.
+  if (response) messages.push_back(message("assistant", text_of(*response, where, "response")));
   return messages;
 }
 
@@ -294,12 +295,16 @@ json normalise_row(const json& row, const std::string& where) {
   return out;
 }
 
-std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t seed, const std::string& flag) {
+std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t seed, const std::string& flag,
+                                const BuiltinOptions& builtin) {
   std::vector<json> all;
   std::mt19937_64 rng(seed);
   for (const auto& text : specs) {
     const DatasetSpec spec = parse_dataset_spec(text, flag);
-    auto rows = read_rows(spec.path);
+    const bool is_builtin = is_builtin_dataset(spec.path.string());
+    SWIFT_CHECK(is_builtin || fs::exists(spec.path), DataError, flag + " " + spec.path.string() + " does not exist",
+                "give a local .jsonl/.json/.csv file or a built-in dataset (" + builtin_dataset_names() + ")");
+    auto rows = is_builtin ? builtin_dataset(spec.path.string(), builtin) : read_rows(spec.path);
     SWIFT_CHECK(!rows.empty(), DataError, "dataset " + spec.path.string() + " has no rows", "check the file");
     std::vector<size_t> order(rows.size());
     std::iota(order.begin(), order.end(), 0);
@@ -311,7 +316,8 @@ std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t 
       picked.insert(picked.end(), order.begin(), order.begin() + static_cast<long>(n % len));
       order = std::move(picked);
     }
-    for (size_t i : order) all.push_back(normalise_row(rows[i], spec.path.string() + " row " + std::to_string(i + 1)));
+    for (size_t i : order)
+      all.push_back(is_builtin ? rows[i] : normalise_row(rows[i], spec.path.string() + " row " + std::to_string(i + 1)));
   }
   return all;
 }

@@ -15,7 +15,9 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
   if (with_bias) bias = register_parameter("bias", at::zeros({out_features}, options));
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) { return at::linear(x, weight, bias); }
+at::Tensor LinearImpl::forward(const at::Tensor& x) {
+  return adapter ? adapter->forward(*this, x) : at::linear(x, weight, bias);
+}
 
 EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options) {
   weight = register_parameter("weight", at::empty({num_embeddings, dim}, options));

@@ -33,8 +33,10 @@ void qwen_sliding_windows(const json& j, ModelConfig& c, std::vector<std::string
                          std::to_string(c.num_hidden_layers) + " layers");
       return;
     }
-    for (size_t i = 0; i < types.size(); ++i)
-      c.layer_sliding_window[i] = types[i] == "sliding_attention" ? window : 0;
+    for (size_t i = 0; i < types.size(); ++i) {
+      const bool sliding = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+      c.layer_sliding_window[i] = sliding ? window : 0;
+    }
     return;
   }
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)

@@ -25,6 +25,7 @@
 #include "swift/template/template.h"
 #include "swift/template/template_meta.h"
 #include "swift/tokenizer/tokenizer.h"
+#include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -35,6 +36,8 @@ std::vector<cli::FlagSpec> infer_flags() {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
       {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files)"},
+      {"adapters", FlagType::kList, "", "LoRA adapter folders (swift's checkpoints or any PEFT adapter); their args.json "
+                                        "supplies --model, --template and --system when not given", {"ckpt_dir"}},
       {"template", FlagType::kString, "", "chat template; default: the checkpoint's args.json, else the model family's"},
       {"system", FlagType::kString, "", "system prompt (replaces the template's default)"},
       {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
@@ -103,8 +106,22 @@ model::SamplingParams sampling_from(const cli::Flags& flags, const io::Generatio
   return p;
 }
 
+// A checkpoint's args.json (written by swift sft or ms-swift), or an empty object.
+json checkpoint_args(const std::vector<std::string>& adapters) {
+  if (adapters.empty()) return json::object();
+  const fs::path path = fs::path(adapters.front()) / "args.json";
+  return fs::exists(path) ? io::read_json_file(path) : json::object();
+}
+
+std::string arg_or(const cli::Flags& flags, const json& saved, const std::string& name) {
+  if (flags.given(name) || !saved.contains(name) || !saved[name].is_string()) return flags.str(name);
+  return saved[name].get<std::string>();
+}
+
 Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
-  const std::string model_dir = flags.str("model");
+  const auto adapters = flags.list("adapters");
+  const json saved = checkpoint_args(adapters);
+  const std::string model_dir = arg_or(flags, saved, "model");
   SWIFT_CHECK(!model_dir.empty(), UsageError, "swift infer needs --model",
               "e.g. swift infer --model runs/quickstart/qwen3-tiny");
   SWIFT_CHECK(flags.str("infer_backend") == "pt", UsageError,
@@ -114,15 +131,24 @@ Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
   load.dtype = parse_dtype(flags.str("torch_dtype"));
   load.device = parse_device(setup.device);
   auto model = model::load_model(model_dir, load);
+  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder for now", "merge adapters with swift export first");
+  for (const auto& dir : adapters) {
+    const auto config = with_context("loading adapter " + dir, [&] { return tuners::load_adapter(model, dir); });
+    log_info("adapter ", dir, ": LoRA r=", config.r, " on ", tuners::lora_modules(model).size(), " modules");
+  }
+  model->eval();
   auto tok = with_context("loading the tokenizer of " + model_dir, [&] { return tokenizer::Tokenizer::load(model_dir); });
 
   templates::TemplateOptions options;
   if (flags.given("system")) options.system = flags.str("system");
+  else if (saved.contains("system") && saved["system"].is_string()) options.system = saved["system"].get<std::string>();
   options.enable_thinking = optional_bool(flags, "enable_thinking");
   std::unique_ptr<templates::Template> chat;
   if (flags.boolean("use_chat_template")) {
     const auto* family = model::find_model_family(model->config().model_type, {});
-    const auto choice = templates::choose_template(flags.str("template"), {model_dir},
+    std::vector<fs::path> checkpoint_dirs(adapters.begin(), adapters.end());
+    checkpoint_dirs.push_back(model_dir);
+    const auto choice = templates::choose_template(flags.str("template"), checkpoint_dirs,
                                                    family ? family->default_template : "",
                                                    "the default for model_type " + model->config().model_type);
     chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *tok, options);

@@ -92,18 +92,18 @@ HfTokenizer::HfTokenizer(const json& j, TokenizerConfig config) : Tokenizer(std:
   }
   added_.set(std::move(added), normalizer_.get());
 
-  // Without a pre-tokenizer (SentencePiece-style tokenizer.json: Mistral, Llama 2) BPE runs on the whole text.
-  // When no token has "▁" after another character, no merge can cross the start of a "▁..." word, so cutting
-  // the text there gives identical ids, and short pieces the word cache can serve.
+  // SentencePiece-style tokenizer.json (Mistral, Llama 2: no pre-tokenizer, or Metaspace without split) runs BPE
+  // on the whole text. When no token has "▁" after another character, no merge can cross the start of a "▁..."
+  // word, so cutting the text there gives identical ids, and short pieces the word cache can serve.
   const BpeOptions& o = model_->options();
-  if (!pre_tokenizer_ && !o.ignore_merges && o.continuing_subword_prefix.empty() && o.end_of_word_suffix.empty() &&
+  if (!o.ignore_merges && o.continuing_subword_prefix.empty() && o.end_of_word_suffix.empty() &&
       model_->token_to_id(kMetaspace) >= 0) {
     bool crossing = false;
     for (int32_t id = 0; id < model_->size() && !crossing; ++id) {
       const std::string* t = model_->id_to_token(id);
       if (!t) continue;
       for (size_t p = t->find(kMetaspace, 1); p != std::string::npos && !crossing; p = t->find(kMetaspace, p + 1)) {
-        crossing = t->compare(p - kMetaspace.size(), kMetaspace.size(), kMetaspace) != 0;
+        crossing = p < kMetaspace.size() || t->compare(p - kMetaspace.size(), kMetaspace.size(), kMetaspace) != 0;
       }
     }
     split_words_ = !crossing;
@@ -137,7 +137,9 @@ void HfTokenizer::split_metaspace_words(std::vector<Piece>& pieces) const {
     const std::string& t = p.text;
     size_t start = 0;
     for (size_t pos = t.find(kMetaspace, 1); pos != std::string::npos; pos = t.find(kMetaspace, pos + 1)) {
-      if (t.compare(pos - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0) continue;
+      bool after_metaspace = pos >= kMetaspace.size() &&
+                             t.compare(pos - kMetaspace.size(), kMetaspace.size(), kMetaspace) == 0;
+      if (after_metaspace) continue;
       Piece w;
       w.text = t.substr(start, pos - start);
       out.push_back(std::move(w));

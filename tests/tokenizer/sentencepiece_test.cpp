@@ -72,6 +72,22 @@ TEST_P(SentencePieceConformance, VocabularyQueries) {
   EXPECT_EQ(tok_->decode({1}), "<s>");
 }
 
+TEST_P(SentencePieceConformance, StreamingArbitraryIdsAddsUpToTheFullDecode) {
+  std::mt19937 rng(3);
+  for (int round = 0; round < 300; ++round) {
+    std::vector<int64_t> ids(rng() % 25);
+    for (auto& id : ids) id = int64_t(rng() % uint32_t(tok_->vocab_size() + 2));
+    StreamDecoder stream(*tok_);
+    std::string all;
+    for (int64_t id : ids) {
+      std::string piece = stream.push(id);
+      EXPECT_TRUE(is_valid_utf8(piece));
+      all += piece;
+    }
+    EXPECT_EQ(all + stream.flush(), tok_->decode(ids)) << GetParam() << " round " << round;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, SentencePieceConformance, ::testing::Values("sp_bpe", "sp_unigram"));
 
 TEST(SentencePiece, LoadErrorsNameTheFile) {

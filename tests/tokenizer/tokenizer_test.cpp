@@ -126,6 +126,8 @@ const std::vector<Case>& cases() {
     {"sp", "base", "hello  world", {268, 259, 276}, {1, 268, 259, 276}, "<s> hello  world", "hello  world"},
     {"sp", "base", "", {}, {1}, "<s>", ""},
     {"sp", "base", "</s>", {2}, {1, 2}, "<s></s>", ""},
+    {"sp", "base", "<s>a b", {1, 288, 259, 289}, {1, 1, 288, 259, 289}, "<s><s>a b", "a b"},
+    {"sp", "base", "x<s>ab  c d", {259, 300, 1, 288, 289, 286, 290, 259, 275}, {1, 259, 300, 1, 288, 289, 286, 290, 259, 275}, "<s> x<s>ab  c d", "xab  c d"},
     {"sp", "pairs_to_strings", "hello world", {268, 276}, {1, 268, 276}, "<s> hello world", "hello world"},
     {"sp", "pairs_to_strings", "<s>hello", {1, 260, 262, 264, 264, 267}, {1, 1, 260, 262, 264, 264, 267}, "<s><s>hello", "hello"},
     {"sp", "pairs_to_strings", "hello<s>hello", {268, 1, 260, 262, 264, 264, 267}, {1, 268, 1, 260, 262, 264, 264, 267}, "<s> hello<s>hello", "hellohello"},

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace swift::cli {
 
 enum class FlagType { kString, kInt, kFloat, kBool, kList };
@@ -18,6 +20,7 @@ struct FlagSpec {
   FlagType type;
   std::string default_value;  // as text; for lists, space separated; "" means unset
   std::string help;
+  std::vector<std::string> aliases = {};  // older ms-swift spellings that mean the same flag (--sft_type)
 };
 
 // Parsed values, checked against their types when read.
@@ -34,6 +37,8 @@ class Flags {
   // True when the user gave the flag (on the command line or in a config file), not just its default.
   bool given(const std::string& name) const { return origin_.count(name) > 0; }
   const std::string& command() const { return command_; }
+  // Every flag with its typed value (null when unset), for a run's args.json.
+  nlohmann::json to_json() const;
 
  private:
   const FlagSpec& spec(const std::string& name) const;

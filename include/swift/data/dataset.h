@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "swift/data/builtin_datasets.h"
+
 namespace swift::data {
 
 // One --dataset / --val_dataset entry: "data.jsonl" or "data.jsonl#500" (use 500 rows: a random subset, or
@@ -31,8 +33,10 @@ std::vector<nlohmann::json> read_rows(const std::filesystem::path& path);
 // errors. Throws DataError for a row no layout fits, with the columns it saw.
 nlohmann::json normalise_row(const nlohmann::json& row, const std::string& where);
 
-// Reads, normalises and samples every spec, in order. `seed` drives #N sampling.
+// Reads, normalises and samples every spec, in order. `seed` drives #N sampling. A spec may name a built-in
+// dataset (builtin_datasets.h), which `builtin` configures.
 std::vector<nlohmann::json> load_datasets(const std::vector<std::string>& specs, uint64_t seed,
-                                          const std::string& flag = "--dataset");
+                                          const std::string& flag = "--dataset",
+                                          const BuiltinOptions& builtin = {});
 
 }  // namespace swift::data

@@ -19,13 +19,24 @@
 
 namespace swift::model {
 
-// y = x W^T + b. Our own module (not torch::nn::Linear) so tuners can wrap it later without changing names.
+class LinearImpl;
+
+// What a tuner (LoRA) puts in a Linear's place: it computes the whole output from x and the base layer. Its
+// parameters are registered on the Linear itself (q_proj.lora_A.weight), so names stay PEFT's.
+class LinearAdapter {
+ public:
+  virtual ~LinearAdapter() = default;
+  virtual at::Tensor forward(LinearImpl& base, const at::Tensor& x) = 0;  // x: [..., in] -> [..., out]
+};
+
+// y = x W^T + b. Our own module (not torch::nn::Linear) so tuners can wrap it without changing names.
 class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias, const at::TensorOptions& options);
-  at::Tensor forward(const at::Tensor& x);  // x: [..., in] -> [..., out]
+  at::Tensor forward(const at::Tensor& x);  // x: [..., in] -> [..., out]; the adapter's output when set
   at::Tensor weight;  // [out, in]
   at::Tensor bias;    // [out] or undefined
+  std::shared_ptr<LinearAdapter> adapter;  // set by swift::tuners; null: plain x W^T + b
 };
 TORCH_MODULE(Linear);
 

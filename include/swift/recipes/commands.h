@@ -26,6 +26,12 @@ int run_export(const std::vector<std::string>& args);
 std::vector<cli::FlagSpec> infer_flags();
 int run_infer(const std::vector<std::string>& args);
 
+// sft / pt: supervised fine-tuning and pretraining, full or LoRA (src/recipes/sft.cpp).
+std::vector<cli::FlagSpec> sft_flags();
+std::vector<cli::FlagSpec> pt_flags();
+int run_sft(const std::vector<std::string>& args);
+int run_pt(const std::vector<std::string>& args);
+
 // Applies the flags every command shares (logging, threads) and returns the device to run on.
 struct CommonSetup {
   std::string device;

@@ -1,0 +1,68 @@
+// Training examples: dataset rows encoded by the chat template into input_ids + labels, truncated to
+// --max_length, split for validation, and served in seeded shuffled batches whose position can be saved.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swift::templates {
+class Template;
+}
+
+namespace swift::train {
+
+struct Example {
+  std::vector<int64_t> input_ids;
+  std::vector<int64_t> labels;  // -100 where no loss
+};
+
+enum class Truncation { kDelete, kLeft, kRight };
+// "delete" | "left" | "right"; UsageError naming --truncation_strategy otherwise.
+Truncation parse_truncation(const std::string& name);
+
+struct EncodeReport {
+  size_t rows = 0, kept = 0, truncated = 0, deleted_too_long = 0, deleted_no_loss = 0;
+  std::string summary() const;  // one line for the log
+};
+
+// Encodes normalised rows (data::load_datasets) with `chat`. Rows longer than max_length (0 = no limit) are
+// deleted or truncated; rows left without any loss token are dropped (they would train nothing). DataError
+// naming the row for a conversation the template cannot encode; DataError when nothing is left.
+std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const templates::Template& chat,
+                                 int64_t max_length, Truncation truncation, EncodeReport& report,
+                                 const std::string& what = "--dataset");
+
+// One padded micro-batch. input_ids, labels, attention_mask: [B, T] (right-padded; labels -100 on pads).
+struct Batch {
+  at::Tensor input_ids, labels, attention_mask;
+  int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
+};
+Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
+
+// Epochs of seeded shuffles over a dataset; the position (epoch, index) is all resume needs.
+class BatchSampler {
+ public:
+  BatchSampler(size_t dataset_size, int64_t batch_size, uint64_t seed, bool shuffle = true);
+  // The next micro-batch's example indices; wraps into the next epoch (a short last batch ends each epoch).
+  std::vector<size_t> next();
+  int64_t epoch() const { return epoch_; }
+  size_t position() const { return position_; }
+  void set_position(int64_t epoch, size_t position);
+  int64_t batches_per_epoch() const;
+
+ private:
+  void reshuffle();
+  size_t size_;
+  int64_t batch_size_;
+  uint64_t seed_;
+  bool shuffle_;
+  int64_t epoch_ = 0;
+  size_t position_ = 0;
+  std::vector<size_t> order_;
+};
+
+}  // namespace swift::train

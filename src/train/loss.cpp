@@ -1,0 +1,22 @@
+// Shifted cross entropy summed over label tokens.
+#include "swift/train/loss.h"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+namespace swift::train {
+
+LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels) {
+  const int64_t T = logits.size(1), V = logits.size(2);
+  auto shift_logits = logits.narrow(1, 0, T - 1).reshape({-1, V}).to(at::kFloat);
+  auto shift_labels = labels.narrow(1, 1, T - 1).reshape({-1}).to(logits.device());
+  LossSums out;
+  out.loss_sum = at::cross_entropy_loss(shift_logits, shift_labels, /*weight=*/{}, at::Reduction::Sum, -100);
+  torch::NoGradGuard no_grad;
+  auto mask = shift_labels.ne(-100);
+  out.tokens = mask.sum().item<int64_t>();
+  out.correct = shift_logits.argmax(-1).eq(shift_labels).logical_and(mask).sum().item<int64_t>();
+  return out;
+}
+
+}  // namespace swift::train

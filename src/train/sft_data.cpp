@@ -1,0 +1,135 @@
+// Encoding, truncation, collation and batch order for supervised training.
+#include "swift/train/sft_data.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <sstream>
+
+#include "swift/core/error.h"
+#include "swift/template/message.h"
+#include "swift/template/template.h"
+
+namespace swift::train {
+
+Truncation parse_truncation(const std::string& name) {
+  if (name == "delete") return Truncation::kDelete;
+  if (name == "left") return Truncation::kLeft;
+  if (name == "right") return Truncation::kRight;
+  throw UsageError("--truncation_strategy '" + name + "' is not known", "use delete, left or right");
+}
+
+std::string EncodeReport::summary() const {
+  std::ostringstream s;
+  s << rows << " rows: " << kept << " kept";
+  if (truncated) s << ", " << truncated << " truncated to --max_length";
+  if (deleted_too_long) s << ", " << deleted_too_long << " deleted as longer than --max_length";
+  if (deleted_no_loss) s << ", " << deleted_no_loss << " dropped with no token to learn";
+  return s.str();
+}
+
+namespace {
+bool has_loss(const std::vector<int64_t>& labels) {
+  // The first label can never be predicted (nothing precedes it).
+  return std::any_of(labels.begin() + (labels.empty() ? 0 : 1), labels.end(), [](int64_t l) { return l != -100; });
+}
+}  // namespace
+
+std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const templates::Template& chat,
+                                 int64_t max_length, Truncation truncation, EncodeReport& report,
+                                 const std::string& what) {
+  std::vector<Example> out;
+  report.rows += rows.size();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = what + " row " + std::to_string(i + 1);
+    auto encoded = with_context(where, [&] {
+      return chat.encode(templates::conversation_from_json(rows[i].at("messages")));
+    });
+    Example e{std::move(encoded.input_ids), std::move(encoded.labels)};
+    if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
+      const auto n = static_cast<size_t>(max_length);
+      if (truncation == Truncation::kDelete) {
+        ++report.deleted_too_long;
+        continue;
+      }
+      ++report.truncated;
+      if (truncation == Truncation::kRight) {
+        e.input_ids.resize(n);
+        e.labels.resize(n);
+      } else {
+        e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
+        e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
+      }
+    }
+    if (!has_loss(e.labels)) {
+      ++report.deleted_no_loss;
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  report.kept += out.size();
+  SWIFT_CHECK(!out.empty() || rows.empty(), DataError, what + ": no row is left to train on (" + report.summary() + ")",
+              "raise --max_length, use --truncation_strategy left|right, or check the rows have assistant replies");
+  return out;
+}
+
+Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
+  size_t longest = 0;
+  for (const auto* e : examples) longest = std::max(longest, e->input_ids.size());
+  const auto B = static_cast<int64_t>(examples.size()), T = static_cast<int64_t>(longest);
+  Batch b;
+  b.input_ids = at::full({B, T}, pad_id, at::kLong);
+  b.labels = at::full({B, T}, -100, at::kLong);
+  b.attention_mask = at::zeros({B, T}, at::kLong);
+  for (int64_t i = 0; i < B; ++i) {
+    const auto& e = *examples[static_cast<size_t>(i)];
+    const auto n = static_cast<int64_t>(e.input_ids.size());
+    b.input_ids[i].narrow(0, 0, n).copy_(at::tensor(e.input_ids, at::kLong));
+    b.labels[i].narrow(0, 0, n).copy_(at::tensor(e.labels, at::kLong));
+    b.attention_mask[i].narrow(0, 0, n).fill_(1);
+  }
+  b.label_tokens = b.labels.narrow(1, 1, std::max<int64_t>(T - 1, 0)).ne(-100).sum().item<int64_t>();
+  return b;
+}
+
+BatchSampler::BatchSampler(size_t dataset_size, int64_t batch_size, uint64_t seed, bool shuffle)
+    : size_(dataset_size), batch_size_(std::max<int64_t>(1, batch_size)), seed_(seed), shuffle_(shuffle) {
+  SWIFT_ASSERT(dataset_size > 0, "BatchSampler over an empty dataset");
+  reshuffle();
+}
+
+void BatchSampler::reshuffle() {
+  order_.resize(size_);
+  std::iota(order_.begin(), order_.end(), 0);
+  if (shuffle_) {
+    // Each epoch's order depends only on (seed, epoch): resuming at any epoch reproduces it.
+    std::mt19937_64 rng(seed_ * 1000003ULL + static_cast<uint64_t>(epoch_));
+    std::shuffle(order_.begin(), order_.end(), rng);
+  }
+}
+
+std::vector<size_t> BatchSampler::next() {
+  if (position_ >= size_) {
+    ++epoch_;
+    position_ = 0;
+    reshuffle();
+  }
+  const size_t end = std::min(size_, position_ + static_cast<size_t>(batch_size_));
+  std::vector<size_t> out(order_.begin() + static_cast<long>(position_), order_.begin() + static_cast<long>(end));
+  position_ = end;
+  return out;
+}
+
+void BatchSampler::set_position(int64_t epoch, size_t position) {
+  epoch_ = epoch;
+  position_ = position;
+  reshuffle();
+}
+
+int64_t BatchSampler::batches_per_epoch() const {
+  return static_cast<int64_t>((size_ + static_cast<size_t>(batch_size_) - 1) / static_cast<size_t>(batch_size_));
+}
+
+}  // namespace swift::train

@@ -1,0 +1,272 @@
+// LoRA on the decoder: choosing targets, attaching and initialising branches, freezing, PEFT adapter folders,
+// merging.
+#include "swift/tuners/lora.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+
+#include <cmath>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "swift/core/atomic_write.h"
+#include "swift/core/error.h"
+#include "swift/io/hf_config.h"
+#include "swift/tuners/lora_linear.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::tuners {
+
+namespace {
+
+const std::string kPeftPrefix = "base_model.model.";
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// PEFT's rule for a module name in a list: the whole name, or a suffix after a '.'.
+bool name_matches(const std::string& name, const std::string& target) {
+  return name == target || ends_with(name, "." + target);
+}
+
+bool is_lora_branch(const std::string& name) { return ends_with(name, ".lora_A") || ends_with(name, ".lora_B"); }
+
+// The model's base Linear layers (not LoRA branches), in model order.
+std::vector<std::pair<std::string, model::LinearImpl*>> base_linears(model::CausalLM& model) {
+  std::vector<std::pair<std::string, model::LinearImpl*>> out;
+  for (const auto& item : model->named_modules("", /*include_self=*/false)) {
+    auto* linear = item.value()->as<model::LinearImpl>();
+    if (linear && !is_lora_branch(item.key())) out.emplace_back(item.key(), linear);
+  }
+  return out;
+}
+
+std::string available_linears(const std::vector<std::pair<std::string, model::LinearImpl*>>& linears) {
+  std::set<std::string> suffixes;
+  for (const auto& [name, _] : linears) suffixes.insert(name.substr(name.rfind('.') + 1));
+  std::string s;
+  for (const auto& x : suffixes) s += (s.empty() ? "" : ", ") + x;
+  if (!linears.empty()) s += " (e.g. " + linears.front().first + ")";
+  return s;
+}
+
+// Which Linear layers `config` selects; UsageError for a target that selects nothing.
+std::vector<std::pair<std::string, model::LinearImpl*>> select_targets(model::CausalLM& model, const LoraConfig& c) {
+  const auto linears = base_linears(model);
+  const std::string hint = "Linear layers of this model: " + available_linears(linears) +
+                           "; or --target_modules all-linear";
+  std::vector<std::pair<std::string, model::LinearImpl*>> out;
+  if (c.target_regex) {
+    std::regex re;
+    try {
+      re = std::regex(*c.target_regex, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw UsageError("--target_regex '" + *c.target_regex + "' is not a valid regular expression: " + e.what());
+    }
+    for (const auto& item : linears)
+      if (std::regex_match(item.first, re)) out.push_back(item);
+    SWIFT_CHECK(!out.empty(), UsageError,
+                "--target_regex '" + *c.target_regex + "' matches no Linear layer (it must match a whole module name)",
+                hint);
+    return out;
+  }
+  std::vector<bool> chosen(linears.size(), false);
+  for (const auto& target : c.target_modules) {
+    bool found = false;
+    for (size_t i = 0; i < linears.size(); ++i) {
+      const std::string& name = linears[i].first;
+      const bool hit = target == "all-linear" ? name != "lm_head" : name_matches(name, target);
+      if (hit) chosen[i] = found = true;
+    }
+    if (!found) {
+      std::string other;  // a module of another kind (embed_tokens) gets a clearer message
+      for (const auto& item : model->named_modules("", false))
+        if (name_matches(item.key(), target)) other = item.key();
+      SWIFT_CHECK(other.empty(), UsageError,
+                  "--target_modules '" + target + "' names " + other + ", which is not a Linear layer",
+                  "LoRA applies to Linear layers only here; train it in full with --modules_to_save " + target);
+      throw UsageError("--target_modules '" + target + "' matches no module of this model", hint);
+    }
+  }
+  for (size_t i = 0; i < linears.size(); ++i)
+    if (chosen[i]) out.push_back(linears[i]);
+  return out;
+}
+
+// [rows, cols] fp32 on CPU from `gen`.
+at::Tensor uniform(int64_t rows, int64_t cols, double bound, at::Generator& gen) {
+  return at::empty({rows, cols}, at::kFloat).uniform_(-bound, bound, gen);
+}
+
+}  // namespace
+
+std::vector<std::string> lora_modules(model::CausalLM& model) {
+  std::vector<std::string> out;
+  for (const auto& [name, linear] : base_linears(model))
+    if (std::dynamic_pointer_cast<LoraLinear>(linear->adapter)) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& config, uint64_t seed) {
+  validate(config);
+  SWIFT_CHECK(lora_modules(model).empty(), UsageError, "this model already carries LoRA layers",
+              "merge them first (merge_lora) or load the base model again");
+  const auto targets = select_targets(model, config);
+
+  // modules_to_save: resolved before anything changes, so an error leaves the model untouched.
+  std::vector<std::shared_ptr<torch::nn::Module>> to_save;
+  for (const auto& m : config.modules_to_save) {
+    bool found = false;
+    for (const auto& item : model->named_modules("", false)) {
+      if (!name_matches(item.key(), m) || is_lora_branch(item.key())) continue;
+      for (const auto& t : targets)
+        SWIFT_CHECK(t.first != item.key(), UsageError,
+                    "'" + m + "' is both a LoRA target and in --modules_to_save", "choose one of the two");
+      to_save.push_back(item.value());
+      found = true;
+    }
+    SWIFT_CHECK(found, UsageError, "--modules_to_save '" + m + "' matches no module of this model",
+                "typical choices: embed_tokens, lm_head (a model with tie_word_embeddings has no lm_head)");
+  }
+
+  for (auto& p : model->parameters()) p.set_requires_grad(false);
+  for (auto& m : to_save)
+    for (auto& p : m->parameters()) p.set_requires_grad(true);
+
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  const double scaling = config.scaling();
+  const int64_t r = config.r;
+  std::vector<std::string> names;
+  for (const auto& [name, linear] : targets) {
+    const int64_t out = linear->weight.size(0), in = linear->weight.size(1);
+    at::Tensor a, b;
+    switch (config.init_weights) {
+      case LoraInit::kDefault:  // kaiming_uniform_(a=sqrt(5)): bound 1/sqrt(fan_in); B = 0
+        a = uniform(r, in, 1.0 / std::sqrt(static_cast<double>(in)), gen);
+        b = at::zeros({out, r}, at::kFloat);
+        break;
+      case LoraInit::kGaussian:  // normal_(std=1/r); B = 0
+        a = at::empty({r, in}, at::kFloat).normal_(0.0, 1.0 / static_cast<double>(r), gen);
+        b = at::zeros({out, r}, at::kFloat);
+        break;
+      case LoraInit::kRandom:  // nn.Linear's own init for both
+        a = uniform(r, in, 1.0 / std::sqrt(static_cast<double>(in)), gen);
+        b = uniform(out, r, 1.0 / std::sqrt(static_cast<double>(r)), gen);
+        break;
+    }
+    const auto options = linear->weight.options().dtype(config.lora_dtype.value_or(linear->weight.scalar_type()));
+    model::Linear lora_a(in, r, /*bias=*/false, options), lora_b(r, out, /*bias=*/false, options);
+    {
+      at::NoGradGuard no_grad;
+      lora_a->weight.copy_(a);
+      lora_b->weight.copy_(b);
+    }
+    lora_a->weight.set_requires_grad(true);
+    lora_b->weight.set_requires_grad(true);
+    // A branch follows the base layer's train/eval mode.
+    if (!linear->is_training()) {
+      lora_a->eval();
+      lora_b->eval();
+    }
+    linear->adapter = std::make_shared<LoraLinear>(*linear, lora_a, lora_b, scaling, config.lora_dropout);
+    names.push_back(name);
+  }
+  return names;
+}
+
+io::NamedTensors adapter_state_dict(model::CausalLM& model, const LoraConfig& config) {
+  io::NamedTensors out;
+  for (const auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos)
+      out.emplace_back(kPeftPrefix + name, item.value().detach());
+  }
+  for (const auto& m : config.modules_to_save)
+    for (const auto& item : model->named_modules("", false)) {
+      if (!name_matches(item.key(), m) || is_lora_branch(item.key())) continue;
+      for (const auto& p : item.value()->named_parameters())
+        out.emplace_back(kPeftPrefix + item.key() + "." + p.key(), p.value().detach());
+    }
+  return out;
+}
+
+void save_adapter(model::CausalLM& model, const LoraConfig& config, const fs::path& dir) {
+  const auto wrapped = lora_modules(model);
+  SWIFT_CHECK(!wrapped.empty(), UsageError, "saving an adapter: the model carries no LoRA layers",
+              "call apply_lora (or load_adapter) first");
+  AtomicDir out(dir);
+  io::save_safetensors(out.path() / "adapter_model.safetensors", adapter_state_dict(model, config),
+                       {{"format", "pt"}});
+  io::write_json_file(out.path() / "adapter_config.json", to_adapter_config_json(config, wrapped));
+  out.commit();
+}
+
+LoraConfig load_adapter(model::CausalLM& model, const fs::path& dir, std::optional<c10::ScalarType> lora_dtype) {
+  const fs::path config_path = dir / "adapter_config.json";
+  const fs::path weights_path = dir / "adapter_model.safetensors";
+  SWIFT_CHECK(fs::exists(config_path), DataError, "no adapter_config.json in " + dir.string(),
+              "pass a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)");
+  SWIFT_CHECK(fs::exists(weights_path), DataError, "no adapter_model.safetensors in " + dir.string(),
+              fs::exists(dir / "adapter_model.bin")
+                  ? "adapter_model.bin (pickle) is not read; re-save it with PEFT's safe_serialization=True"
+                  : "pass a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)");
+  LoraConfig config = parse_adapter_config(io::read_json_file(config_path), config_path.string());
+  config.lora_dtype = lora_dtype;
+  with_context("applying " + config_path.string(), [&] { return apply_lora(model, config, 0); });
+
+  auto file = io::SafetensorsFile::open(weights_path);
+  std::map<std::string, at::Tensor> expected;
+  for (auto& [key, tensor] : adapter_state_dict(model, config)) expected.emplace(key, tensor);
+  std::vector<std::string> missing, unexpected, misshapen;
+  for (const auto& [key, _] : expected)
+    if (!file->contains(key)) missing.push_back(key);
+  for (const auto& e : file->entries())
+    if (!expected.count(e.name)) unexpected.push_back(e.name);
+    else if (e.shape != expected.at(e.name).sizes().vec()) misshapen.push_back(e.name);
+  if (!missing.empty() || !unexpected.empty() || !misshapen.empty()) {
+    std::string msg = weights_path.string() + " does not fit this model and adapter_config.json:";
+    auto list = [&msg](const char* what, const std::vector<std::string>& keys) {
+      if (keys.empty()) return;
+      msg += std::string("\n  ") + what + " (" + std::to_string(keys.size()) + "):";
+      for (size_t i = 0; i < keys.size() && i < 10; ++i) msg += " " + keys[i];
+      if (keys.size() > 10) msg += " ...";
+    };
+    list("missing", missing);
+    list("unexpected", unexpected);
+    list("wrong shape", misshapen);
+    throw DataError(msg, "maybe the adapter was trained on another base model?");
+  }
+  at::NoGradGuard no_grad;
+  for (auto& [key, param] : expected) param.copy_(file->get(key));
+  return config;
+}
+
+int64_t merge_lora(model::CausalLM& model) {
+  at::NoGradGuard no_grad;
+  int64_t merged = 0;
+  for (const auto& [name, linear] : base_linears(model)) {
+    auto lora = std::dynamic_pointer_cast<LoraLinear>(linear->adapter);
+    if (!lora) continue;
+    auto delta = at::matmul(lora->lora_B->weight.to(at::kFloat), lora->lora_A->weight.to(at::kFloat));  // [out, in]
+    linear->weight.copy_(linear->weight.to(at::kFloat) + delta * lora->scaling);
+    linear->adapter.reset();
+    linear->unregister_module("lora_A");
+    linear->unregister_module("lora_B");
+    ++merged;
+  }
+  return merged;
+}
+
+io::NamedTensors trainable_parameters(model::CausalLM& model) {
+  io::NamedTensors out;
+  for (const auto& item : model->named_parameters())
+    if (item.value().requires_grad()) out.emplace_back(item.key(), item.value());
+  return out;
+}
+
+}  // namespace swift::tuners

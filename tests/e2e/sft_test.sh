@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# End-to-end: swift sft / pt on the tiny presets. Usage: sft_test.sh path/to/swift
+#  - full fine-tuning from scratch learns swift/self-cognition: `swift infer` then answers "who are you?" with the
+#    given name (a learned behaviour: the untrained model cannot);
+#  - LoRA on an exported model writes PEFT adapters that `swift infer --adapters` uses on their own;
+#  - pt, YAML configs with old ms-swift flag names, run-folder layout, errors.
+set -uo pipefail
+SWIFT="$1"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass+1)); }
+bad() { fail=$((fail+1)); echo "FAIL $*"; }
+run() {  # run NAME EXPECTED_RC CMD...
+  local name="$1" want="$2"; shift 2
+  "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
+  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; tail -20 "$TMP/out" "$TMP/err"; fi
+}
+has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; tail -5 "$TMP/$3"; fi; }
+
+# 1. Full fine-tuning from scratch on self-cognition; then ask.
+run sft_full 0 "$SWIFT" sft --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --train_type full \
+  --dataset swift/self-cognition --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope \
+  --max_steps 150 --learning_rate 5e-3 --per_device_train_batch_size 4 --gradient_accumulation_steps 1 \
+  --logging_steps 25 --save_steps 150 --output_dir "$TMP/full"
+RUN="$(ls -d "$TMP"/full/v0-*)"
+for f in args.json logging.jsonl images/train_loss.png checkpoint-150/config.json checkpoint-150/model.safetensors \
+         checkpoint-150/tokenizer.json checkpoint-150/args.json checkpoint-150/optimizer.pt checkpoint-150/trainer_state.json; do
+  test -s "$RUN/$f" && ok || bad "run folder lacks $f"
+done
+ls "$RUN"/runs/events.out.tfevents.* >/dev/null 2>&1 && ok || bad "no TensorBoard events"
+PY="${SWIFT_TEST_PYTHON:-python3}"
+"$PY" - "$RUN/logging.jsonl" <<'P' && ok || bad "loss did not fall"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert len(rows) == 6, rows
+assert rows[-1]["loss"] < 0.5 * rows[0]["loss"], (rows[0]["loss"], rows[-1]["loss"])
+assert rows[-1]["global_step/max_steps"] == "150/150"
+P
+printf '{"query": "who are you?"}\n{"query": "What is your name?"}\n{"query": "你是谁？"}\n' > "$TMP/ask.jsonl"
+run ask_trained 0 "$SWIFT" infer --model "$RUN/checkpoint-150" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/answers.jsonl" --max_new_tokens 24
+has learned_en "Xiao Huang" answers.jsonl
+has learned_zh "小黄" answers.jsonl
+# The untrained model cannot answer so (the behaviour is learned, not canned).
+"$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --output_dir "$TMP/untrained" >/dev/null 2>&1
+run ask_untrained 0 "$SWIFT" infer --model "$TMP/untrained" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/untrained.jsonl" --max_new_tokens 24
+grep -qF "Xiao Huang" "$TMP/untrained.jsonl" && bad "untrained model already says the name" || ok
+
+# 2. LoRA on a model with weights; the adapter is enough for infer.
+run lora 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora --dataset swift/self-cognition#40 \
+  --model_name Tiny --model_author Tests --max_steps 6 --per_device_train_batch_size 2 --lora_rank 4 --save_steps 3 \
+  --save_total_limit 1 --logging_steps 2 --output_dir "$TMP/lora" --val_dataset swift/self-cognition#4
+LRUN="$(ls -d "$TMP"/lora/v0-*)"
+test -s "$LRUN/checkpoint-6/adapter_model.safetensors" && test -s "$LRUN/checkpoint-6/adapter_config.json" && ok || bad "no adapter"
+test ! -e "$LRUN/checkpoint-3" && ok || bad "save_total_limit 1 kept checkpoint-3"
+grep -q '"eval_loss"' "$LRUN/logging.jsonl" && ok || bad "no eval_loss"
+run infer_adapter 0 "$SWIFT" infer --adapters "$LRUN/checkpoint-6" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/lora.jsonl" --max_new_tokens 4
+test "$(wc -l < "$TMP/lora.jsonl")" = 3 && ok || bad "adapter infer rows"
+
+# 3. pt on plain text, and a YAML config with old flag names (sft_type, batch_size).
+printf '{"text": "The quick brown fox jumps over the lazy dog."}\n{"text": "Pack my box with five dozen liquor jugs."}\n' > "$TMP/pt.jsonl"
+run pt 0 "$SWIFT" pt --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --max_steps 2 --output_dir "$TMP/pt" --add_version false
+test -s "$TMP/pt/checkpoint-2/model.safetensors" && ok || bad "pt checkpoint"
+cat > "$TMP/run.yaml" <<Y
+model: $TMP/untrained
+sft_type: lora
+dataset: [swift/arithmetic#32]
+batch_size: 2
+gradient_accumulation_steps: 2
+max_steps: 2
+lora_rank: 2
+lora_alpha: 8
+target_modules: [q_proj, v_proj]
+learning_rate: 1e-3
+lr_scheduler_type: linear
+warmup_ratio: 0.1
+weight_decay: 0.01
+max_length: 64
+truncation_strategy: right
+logging_steps: 1
+save_steps: 100
+output_dir: $TMP/yaml
+Y
+run yaml 0 "$SWIFT" sft "$TMP/run.yaml" --max_grad_norm 0.5
+grep -q '"target_modules": \[' "$(ls -d "$TMP"/yaml/v0-*)/checkpoint-2/adapter_config.json" && ok || bad "yaml adapter config"
+
+# 4. Errors.
+run no_data 2 "$SWIFT" sft --model "$TMP/untrained";                                   has no_data "needs --dataset" err
+run bad_type 2 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --train_type qlora
+run missing_file 3 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/nope.jsonl"; has missing_file "nope.jsonl" err
+run no_name 2 "$SWIFT" sft --model "$TMP/untrained" --dataset swift/self-cognition;     has no_name "--model_name" err
+run too_long 3 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --max_length 3 --use_chat_template false
+has too_long "no row is left" err
+run bad_sched 2 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --lr_scheduler_type wavy
+
+echo "e2e sft: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,85 @@
+"""Reference for the LoRA parity tests (tests/tuners/lora_peft_test.cpp), built with PEFT and transformers (PyPI).
+
+make OUT_DIR      for each case: OUT_DIR/<case>/base (a tiny random transformers model), OUT_DIR/<case>/adapter
+                  (get_peft_model with non-zero B and a perturbed modules_to_save copy, saved by PEFT) and
+                  OUT_DIR/<case>/reference.safetensors (input_ids, PEFT's logits); OUT_DIR/manifest.json.
+check BASE ADAPTER LOGITS
+                  loads ADAPTER (written by swift) on BASE with PeftModel.from_pretrained and compares PEFT's
+                  logits with LOGITS (input_ids, logits) at 1e-4; exit 1 on a mismatch.
+Reference: PEFT's LoRA layers on transformers' eager attention, fp32 on CPU.
+"""
+import json
+import os
+import sys
+
+import peft
+import torch
+import transformers
+from safetensors.torch import load_file, save_file
+
+BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)
+
+# name -> (config class, config overrides, LoraConfig kwargs)
+CASES = {
+    "llama_qv_lm_head": ("LlamaConfig", {}, dict(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"],
+                                                modules_to_save=["lm_head"])),
+    "qwen2_all_linear_rslora": ("Qwen2Config", {}, dict(r=8, lora_alpha=32, target_modules="all-linear", use_rslora=True)),
+    "llama_regex_embed": ("LlamaConfig", dict(attention_bias=True), dict(r=2, lora_alpha=5, target_modules=r".*\.(k|o|up)_proj",
+                                                                     modules_to_save=["embed_tokens"])),
+}
+
+
+def randomise(model, seed):
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "norm" in name:
+                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+            else:
+                p.copy_(0.15 * torch.randn(p.shape, generator=g))
+
+
+def make(out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    ids = torch.arange(0, 24).remainder(128).view(2, 12) * 5 % 128
+    for i, (name, (config_cls, overrides, lora_kwargs)) in enumerate(CASES.items()):
+        cfg = getattr(transformers, config_cls)(**{**BASE, **overrides})
+        cfg._attn_implementation = "eager"
+        model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
+        randomise(model, 2000 + i)
+        folder = os.path.join(out_dir, name)
+        model.save_pretrained(os.path.join(folder, "base"), safe_serialization=True)
+        config = peft.LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.1, init_lora_weights=False, **lora_kwargs)
+        pm = peft.get_peft_model(model, config).eval()
+        g = torch.Generator().manual_seed(3000 + i)
+        with torch.no_grad():
+            for pname, p in pm.named_parameters():
+                if "lora_" in pname:
+                    p.copy_(0.3 * torch.randn(p.shape, generator=g))
+                elif "modules_to_save" in pname:
+                    p.add_(0.1 * torch.randn(p.shape, generator=g))
+            logits = pm(input_ids=ids).logits
+        pm.save_pretrained(os.path.join(folder, "adapter"))
+        save_file({"input_ids": ids, "logits": logits.contiguous()}, os.path.join(folder, "reference.safetensors"))
+    with open(os.path.join(out_dir, "manifest.json"), "w") as f:
+        json.dump({"peft": peft.__version__, "transformers": transformers.__version__, "cases": list(CASES)}, f)
+
+
+def check(base, adapter, logits_path):
+    peft.LoraConfig.from_pretrained(adapter)  # PEFT parses swift's adapter_config.json
+    ref = load_file(logits_path)
+    model = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, attn_implementation="eager")
+    pm = peft.PeftModel.from_pretrained(model, adapter).eval()
+    with torch.no_grad():
+        logits = pm(input_ids=ref["input_ids"]).logits
+    diff = (logits - ref["logits"]).abs().max().item()
+    print(f"  PEFT loads swift's adapter {adapter}: max abs diff {diff:.2e}")
+    return 0 if diff <= 1e-4 else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "make":
+        make(sys.argv[2])
+    else:
+        sys.exit(check(*sys.argv[2:5]))

@@ -1,0 +1,334 @@
+// LoRA invariants on tiny random models: B = 0 is the base model (exact), save -> load is bit-exact, merged
+// equals unmerged (fp32, 1e-5), frozen base parameters get no gradients, target selection, rsLoRA scaling,
+// adapter_config.json round trip. Parity with PEFT itself is in lora_peft_test.cpp.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+#include "swift/core/error.h"
+#include "swift/io/hf_config.h"
+#include "swift/io/safetensors.h"
+#include "swift/tuners/lora.h"
+#include "swift/tuners/lora_linear.h"
+#include "test_util.h"
+
+namespace fs = std::filesystem;
+using namespace swift;
+using tuners::LoraConfig;
+
+namespace {
+
+at::Tensor logits(model::CausalLM& m) {
+  torch::NoGradGuard no_grad;
+  model::ForwardArgs args;
+  args.input_ids = at::arange(0, 24, at::kLong).mul(7).remainder(128).view({2, 12});
+  return m->forward(args);
+}
+
+LoraConfig random_lora(std::vector<std::string> targets = {"all-linear"}) {
+  LoraConfig c;
+  c.r = 4;
+  c.lora_alpha = 16;
+  c.target_modules = std::move(targets);
+  c.init_weights = tuners::LoraInit::kRandom;
+  return c;
+}
+
+template <typename Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const UserError& e) {
+    return e.message();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST(Lora, ZeroBIsExactlyTheBaseModel) {
+  for (const std::string family : {"llama", "qwen3"}) {
+    auto m = test::random_model(test::tiny_config(family), 1);
+    const auto before = logits(m);
+    LoraConfig c;  // default init: B = 0
+    const auto wrapped = tuners::apply_lora(m, c, 7);
+    EXPECT_EQ(wrapped.size(), 14u) << family;  // 7 Linear layers x 2 layers, lm_head excluded
+    EXPECT_TRUE(at::equal(before, logits(m))) << family;
+  }
+}
+
+TEST(Lora, NamesFreezingAndGradients) {
+  auto m = test::random_model(test::tiny_config("llama"), 2);
+  auto c = random_lora({"q_proj", "v_proj"});
+  c.modules_to_save = {"lm_head"};
+  tuners::apply_lora(m, c, 3);
+  std::set<std::string> trainable;
+  for (const auto& [name, t] : tuners::trainable_parameters(m)) trainable.insert(name);
+  std::set<std::string> expected = {"lm_head.weight"};
+  for (const std::string layer : {"0", "1"})
+    for (const std::string proj : {"q_proj", "v_proj"})
+      for (const std::string ab : {"lora_A", "lora_B"})
+        expected.insert("model.layers." + layer + ".self_attn." + proj + "." + ab + ".weight");
+  EXPECT_EQ(trainable, expected);
+
+  auto params = m->named_parameters();
+  EXPECT_EQ(params["model.layers.0.self_attn.q_proj.lora_A.weight"].sizes(), (std::vector<int64_t>{4, 64}));
+  EXPECT_EQ(params["model.layers.0.self_attn.q_proj.lora_B.weight"].sizes(), (std::vector<int64_t>{64, 4}));
+
+  m->train();  // dropout active: still every LoRA parameter gets a gradient
+  model::ForwardArgs args;
+  args.input_ids = at::arange(0, 16, at::kLong).view({2, 8});
+  m->forward(args).pow(2).mean().backward();
+  for (const auto& item : params) {
+    if (trainable.count(item.key())) {
+      ASSERT_TRUE(item.value().grad().defined()) << item.key();
+      EXPECT_GT(item.value().grad().abs().sum().item<double>(), 0) << item.key();
+    } else {
+      EXPECT_FALSE(item.value().requires_grad()) << item.key();
+      EXPECT_FALSE(item.value().grad().defined()) << item.key();
+    }
+  }
+}
+
+TEST(Lora, DropoutOnlyInTrainingMode) {
+  auto m = test::random_model(test::tiny_config("llama"), 4);
+  auto c = random_lora();
+  c.lora_dropout = 0.5;
+  tuners::apply_lora(m, c, 5);
+  m->eval();
+  EXPECT_TRUE(at::equal(logits(m), logits(m)));
+  m->train();
+  EXPECT_FALSE(at::equal(logits(m), logits(m)));
+}
+
+TEST(Lora, TargetSelection) {
+  auto m = test::random_model(test::tiny_config("llama"), 5);
+  const auto names = tuners::apply_lora(m, random_lora({"q_proj", "model.layers.1.mlp.down_proj"}), 1);
+  EXPECT_EQ(names, (std::vector<std::string>{"model.layers.0.self_attn.q_proj", "model.layers.1.self_attn.q_proj",
+                                             "model.layers.1.mlp.down_proj"}));
+  EXPECT_EQ(tuners::lora_modules(m), names);
+  EXPECT_NE(error_of([&] { tuners::apply_lora(m, random_lora(), 1); }).find("already carries LoRA"), std::string::npos);
+
+  auto m2 = test::random_model(test::tiny_config("llama"), 5);
+  auto c = random_lora();
+  c.target_regex = R"(model\.layers\.0\.(self_attn|mlp)\.(k|up)_proj)";
+  EXPECT_EQ(tuners::apply_lora(m2, c, 1),
+            (std::vector<std::string>{"model.layers.0.self_attn.k_proj", "model.layers.0.mlp.up_proj"}));
+
+  auto m3 = test::random_model(test::tiny_config("llama"), 5);
+  const auto all = tuners::apply_lora(m3, random_lora({"all-linear"}), 1);
+  EXPECT_EQ(all.size(), 14u);
+  for (const auto& n : all) EXPECT_NE(n, "lm_head");
+
+  auto m4 = test::random_model(test::tiny_config("llama"), 5);
+  auto msg = error_of([&] { tuners::apply_lora(m4, random_lora({"q_proj", "qproj"}), 1); });
+  EXPECT_NE(msg.find("'qproj'"), std::string::npos) << msg;
+  try {
+    tuners::apply_lora(m4, random_lora({"qproj"}), 1);
+  } catch (const UsageError& e) {
+    EXPECT_NE(e.hint().find("gate_proj"), std::string::npos) << e.hint();  // lists what exists
+  }
+  EXPECT_TRUE(tuners::lora_modules(m4).empty());  // a failed apply changes nothing
+  msg = error_of([&] { tuners::apply_lora(m4, random_lora({"embed_tokens"}), 1); });
+  EXPECT_NE(msg.find("not a Linear"), std::string::npos) << msg;
+  auto bad_regex = random_lora();
+  bad_regex.target_regex = "q_proj";  // must match the whole name
+  EXPECT_NE(error_of([&] { tuners::apply_lora(m4, bad_regex, 1); }).find("matches no Linear"), std::string::npos);
+  auto tied = test::tiny_config("llama");
+  tied["tie_word_embeddings"] = true;
+  auto m5 = test::random_model(tied, 5);
+  auto save_head = random_lora();
+  save_head.modules_to_save = {"lm_head"};
+  EXPECT_NE(error_of([&] { tuners::apply_lora(m5, save_head, 1); }).find("'lm_head' matches no module"),
+            std::string::npos);
+  auto dora = random_lora();
+  dora.use_dora = true;
+  EXPECT_NE(error_of([&] { tuners::apply_lora(m5, dora, 1); }).find("--use_dora is not implemented yet"),
+            std::string::npos);
+}
+
+TEST(Lora, ScalingAndRsLora) {
+  LoraConfig c = random_lora({"o_proj"});
+  c.r = 16;
+  c.lora_alpha = 32;
+  EXPECT_DOUBLE_EQ(c.scaling(), 2.0);
+  c.use_rslora = true;
+  EXPECT_DOUBLE_EQ(c.scaling(), 8.0);  // 32 / sqrt(16)
+
+  // The layer computes base + scaling * x A^T B^T with that scaling.
+  auto m = test::random_model(test::tiny_config("llama"), 6);
+  tuners::apply_lora(m, c, 2);
+  auto& layer = *m->model->layers[0]->as<model::DecoderLayerImpl>()->self_attn->o_proj;
+  auto lora = std::dynamic_pointer_cast<tuners::LoraLinear>(layer.adapter);
+  ASSERT_TRUE(lora);
+  EXPECT_DOUBLE_EQ(lora->scaling, 8.0);
+  torch::NoGradGuard no_grad;
+  auto x = at::randn({3, 64});
+  auto expected = at::linear(x, layer.weight) + 8.0 * x.matmul(lora->lora_A->weight.t()).matmul(lora->lora_B->weight.t());
+  EXPECT_TRUE(at::allclose(layer.forward(x), expected, 1e-5, 1e-5));
+}
+
+TEST(Lora, SaveLoadIsBitExact) {
+  test::TempDir tmp("swift-lora");
+  auto m = test::random_model(test::tiny_config("qwen2"), 7);
+  auto c = random_lora({"all-linear"});
+  c.modules_to_save = {"embed_tokens", "lm_head"};
+  c.base_model_name_or_path = "tiny/qwen2";
+  tuners::apply_lora(m, c, 11);
+  {
+    torch::NoGradGuard no_grad;  // training changed the saved modules
+    m->lm_head->weight.add_(0.01);
+    m->model->embed_tokens->weight.mul_(1.1);
+  }
+  const auto want = logits(m);
+  tuners::save_adapter(m, c, tmp / "adapter");
+
+  auto file = io::SafetensorsFile::open(tmp / "adapter" / "adapter_model.safetensors");
+  EXPECT_TRUE(file->contains("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"));
+  EXPECT_TRUE(file->contains("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight"));
+  EXPECT_TRUE(file->contains("base_model.model.lm_head.weight"));
+  EXPECT_TRUE(file->contains("base_model.model.model.embed_tokens.weight"));
+  EXPECT_EQ(file->entries().size(), 14u * 2 + 2);
+  EXPECT_EQ(file->metadata().at("format"), "pt");
+  const auto j = io::read_json_file(tmp / "adapter" / "adapter_config.json");
+  EXPECT_EQ(j.at("peft_type"), "LORA");
+  EXPECT_EQ(j.at("task_type"), "CAUSAL_LM");
+  EXPECT_EQ(j.at("r"), 4);
+  EXPECT_EQ(j.at("lora_alpha"), 16);
+  EXPECT_TRUE(j.at("lora_alpha").is_number_integer());
+  EXPECT_EQ(j.at("fan_in_fan_out"), false);
+  EXPECT_EQ(j.at("base_model_name_or_path"), "tiny/qwen2");
+  EXPECT_EQ(j.at("target_modules"), nlohmann::json({"down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj",
+                                                    "v_proj"}));
+  EXPECT_EQ(j.at("modules_to_save"), nlohmann::json({"embed_tokens", "lm_head"}));
+
+  auto fresh = test::random_model(test::tiny_config("qwen2"), 7);
+  const auto loaded = tuners::load_adapter(fresh, tmp / "adapter");
+  EXPECT_TRUE(at::equal(want, logits(fresh)));
+  EXPECT_EQ(loaded.r, 4);
+  EXPECT_EQ(loaded.modules_to_save, c.modules_to_save);
+  auto a = m->named_parameters(), b = fresh->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& item : a) {
+    EXPECT_TRUE(at::equal(item.value(), b[item.key()])) << item.key();
+    EXPECT_EQ(item.value().requires_grad(), b[item.key()].requires_grad()) << item.key();
+  }
+}
+
+TEST(Lora, LoadReportsMissingAndUnexpectedKeys) {
+  test::TempDir tmp("swift-lora");
+  auto m = test::random_model(test::tiny_config("llama"), 8);
+  auto c = random_lora({"q_proj"});
+  tuners::apply_lora(m, c, 1);
+  tuners::save_adapter(m, c, tmp / "adapter");
+  // Claim more targets than the file holds, and add a stray tensor.
+  auto j = io::read_json_file(tmp / "adapter" / "adapter_config.json");
+  j["target_modules"] = {"q_proj", "k_proj"};
+  io::write_json_file(tmp / "adapter" / "adapter_config.json", j);
+  auto tensors = tuners::adapter_state_dict(m, c);
+  tensors.emplace_back("base_model.model.stray.weight", at::zeros({2}));
+  io::save_safetensors(tmp / "adapter" / "adapter_model.safetensors", tensors);
+  auto fresh = test::random_model(test::tiny_config("llama"), 8);
+  try {
+    tuners::load_adapter(fresh, tmp / "adapter");
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(e.message().find("missing (4): base_model.model.model.layers.0.self_attn.k_proj.lora_A.weight"),
+              std::string::npos) << e.message();
+    EXPECT_NE(e.message().find("unexpected (1): base_model.model.stray.weight"), std::string::npos) << e.message();
+  }
+  j["use_dora"] = true;
+  j["rank_pattern"] = {{"q_proj", 8}};
+  io::write_json_file(tmp / "adapter" / "adapter_config.json", j);
+  auto fresh2 = test::random_model(test::tiny_config("llama"), 8);
+  const auto msg = error_of([&] { tuners::load_adapter(fresh2, tmp / "adapter"); });
+  EXPECT_NE(msg.find("use_dora = true"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rank_pattern"), std::string::npos) << msg;
+  EXPECT_NE(error_of([&] { tuners::load_adapter(fresh2, tmp / "nowhere"); }).find("no adapter_config.json"),
+            std::string::npos);
+}
+
+TEST(Lora, MergedEqualsUnmerged) {
+  auto m = test::random_model(test::tiny_config("mistral"), 9);
+  auto c = random_lora();
+  c.use_rslora = true;
+  tuners::apply_lora(m, c, 13);
+  {
+    // A trained adapter's size (delta ~10% of W): with B ~ U(+-0.5) and scaling 8 the branch would dwarf W and
+    // fp32 rounding of the merged weight alone exceeds 1e-5.
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : tuners::trainable_parameters(m))
+      if (name.find("lora_B") != std::string::npos) p.mul_(0.05);
+  }
+  const auto unmerged = logits(m);
+  EXPECT_EQ(tuners::merge_lora(m), 14);
+  EXPECT_TRUE(tuners::lora_modules(m).empty());
+  for (const auto& item : m->named_parameters()) EXPECT_EQ(item.key().find("lora_"), std::string::npos) << item.key();
+  const double diff = (logits(m) - unmerged).abs().max().item<double>();
+  std::printf("  merged vs unmerged: max abs diff %.2e, max |logit| %.2f\n", diff, unmerged.abs().max().item<double>());
+  EXPECT_LE(diff, 1e-5);
+  auto base = test::random_model(test::tiny_config("mistral"), 9);
+  EXPECT_GT((unmerged - logits(base)).abs().max().item<double>(), 1e-2);  // the adapter mattered
+}
+
+TEST(Lora, LoraDtypeAndInitKinds) {
+  auto m = test::random_model(test::tiny_config("llama"), 10);
+  LoraConfig c;
+  c.init_weights = tuners::LoraInit::kGaussian;
+  c.lora_dtype = at::kBFloat16;
+  c.target_modules = {"gate_proj"};
+  tuners::apply_lora(m, c, 1);
+  auto params = m->named_parameters();
+  auto a = params["model.layers.0.mlp.gate_proj.lora_A.weight"];
+  EXPECT_EQ(a.scalar_type(), at::kBFloat16);
+  EXPECT_NEAR(a.to(at::kFloat).std().item<double>(), 1.0 / 8, 0.02);  // N(0, 1/r)
+  EXPECT_EQ(params["model.layers.0.mlp.gate_proj.lora_B.weight"].abs().sum().item<double>(), 0);
+  EXPECT_EQ(logits(m).scalar_type(), at::kFloat);
+
+  // Default init: A ~ U(-1/sqrt(in), 1/sqrt(in)), the same for the same seed.
+  auto m1 = test::random_model(test::tiny_config("llama"), 10), m2 = test::random_model(test::tiny_config("llama"), 10);
+  tuners::apply_lora(m1, LoraConfig{}, 5);
+  tuners::apply_lora(m2, LoraConfig{}, 5);
+  auto a1 = m1->named_parameters()["model.layers.1.mlp.down_proj.lora_A.weight"];  // in = 96
+  EXPECT_LE(a1.abs().max().item<double>(), 1.0 / std::sqrt(96.0));
+  EXPECT_GT(a1.abs().max().item<double>(), 0.9 / std::sqrt(96.0));
+  EXPECT_TRUE(at::equal(a1, m2->named_parameters()["model.layers.1.mlp.down_proj.lora_A.weight"]));
+}
+
+TEST(LoraConfig, AdapterConfigRoundTripAndValidation) {
+  LoraConfig c;
+  c.r = 16;
+  c.lora_alpha = 0.5;
+  c.target_regex = R"(.*\.q_proj)";
+  c.use_rslora = true;
+  c.init_weights = tuners::LoraInit::kGaussian;
+  const auto j = tuners::to_adapter_config_json(c);
+  EXPECT_EQ(j.at("target_modules"), R"(.*\.q_proj)");
+  EXPECT_EQ(j.at("init_lora_weights"), "gaussian");
+  EXPECT_EQ(j.at("modules_to_save"), nullptr);
+  EXPECT_EQ(j.at("base_model_name_or_path"), nullptr);
+  const auto back = tuners::parse_adapter_config(j, "test");
+  EXPECT_EQ(back.r, 16);
+  EXPECT_DOUBLE_EQ(back.lora_alpha, 0.5);
+  EXPECT_EQ(back.target_regex, c.target_regex);
+  EXPECT_TRUE(back.use_rslora);
+  EXPECT_EQ(back.init_weights, tuners::LoraInit::kGaussian);
+  EXPECT_DOUBLE_EQ(back.lora_dropout, 0.05);
+
+  LoraConfig bad;
+  bad.r = 0;
+  bad.lora_dropout = 1.5;
+  const auto msg = error_of([&] { tuners::validate(bad); });
+  EXPECT_NE(msg.find("--lora_rank"), std::string::npos) << msg;  // every problem at once
+  EXPECT_NE(msg.find("--lora_dropout"), std::string::npos) << msg;
+  auto not_lora = j;
+  not_lora["peft_type"] = "IA3";
+  EXPECT_NE(error_of([&] { tuners::parse_adapter_config(not_lora, "x.json"); }).find("peft_type is 'IA3'"),
+            std::string::npos);
+}
