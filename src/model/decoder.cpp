@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "swift/core/error.h"
+#include "swift/model/checkpointing.h"
 
 namespace swift::model {
 
@@ -191,7 +192,11 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   }
 
   auto x = model->embed_tokens(ids);
-  for (const auto& layer : *model->layers) x = layer->as<DecoderLayerImpl>()->forward(x, in);
+  const bool checkpoint = gradient_checkpointing_ && is_training() && at::GradMode::is_enabled() && !args.cache;
+  for (const auto& layer : *model->layers) {
+    x = checkpoint ? checkpointed_layer_forward(std::static_pointer_cast<DecoderLayerImpl>(layer), x, in)
+                   : layer->as<DecoderLayerImpl>()->forward(x, in);
+  }
   if (args.cache) args.cache->length = S;
   return model->norm(x);
 }

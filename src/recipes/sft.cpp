@@ -6,9 +6,11 @@
 #include <torch/optim/adamw.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
+#include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <random>
 #include <cmath>
 #include <deque>
@@ -76,7 +78,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"warmup_ratio", FlagType::kFloat, "0.05", "fraction of steps spent warming up"},
       {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
       {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
-      {"gradient_checkpointing", FlagType::kBool, "true", "recompute activations in backward (not yet: logged and ignored)"},
+      {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
       {"lora_rank", FlagType::kInt, "8", "LoRA rank r"},
       {"lora_alpha", FlagType::kFloat, "32", "LoRA alpha (scaling alpha / r)"},
       {"lora_dropout", FlagType::kFloat, "0.05", "dropout on the LoRA input"},
@@ -93,6 +95,9 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"save_total_limit", FlagType::kInt, "0", "keep only the newest N checkpoints (0: all)"},
       {"save_only_model", FlagType::kBool, "false", "checkpoints without optimizer and trainer state"},
       {"data_seed", FlagType::kInt, "", "seed for data order and sampling (default: --seed)"},
+      {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
+      {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
+      {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
   };
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
@@ -187,6 +192,14 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const torc
   io::write_json_file(out.path() / "args.json", args);
   if (!flags.boolean("save_only_model")) {
     torch::save(optimizer, (out.path() / "optimizer.pt").string());
+    // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    at::Tensor rng_state;
+    {
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      rng_state = generator.get_state();
+    }
+    torch::save(rng_state, (out.path() / "rng_state.pt").string());
     io::write_json_file(out.path() / "trainer_state.json",
                         {{"global_step", step}, {"epoch", sampler.epoch()}, {"data_position", sampler.position()}});
   }
@@ -219,7 +232,18 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   load.seed = static_cast<uint64_t>(flags.integer("seed"));
   // Full fine-tuning keeps fp32 master weights; --torch_dtype then only says how a checkpoint is stored.
   load.dtype = job.lora ? parse_dtype(flags.str("torch_dtype")) : std::optional<c10::ScalarType>(c10::kFloat);
-  job.model = model::load_model(job.model_dir, load);
+  const fs::path resume = flags.str("resume_from_checkpoint");
+  if (!resume.empty()) {
+    SWIFT_CHECK(fs::is_directory(resume), DataError, "--resume_from_checkpoint " + resume.string() + " is not a folder",
+                "give a checkpoint-<step> folder of an earlier run");
+    const bool adapter = fs::exists(resume / "adapter_config.json");
+    SWIFT_CHECK(adapter == job.lora, UsageError,
+                "--resume_from_checkpoint " + resume.string() + " holds a " + (adapter ? "LoRA adapter" : "full model") +
+                    " but --train_type is " + train_type,
+                "resume with the --train_type of the run that wrote it");
+  }
+  // A full checkpoint is a complete model folder: its weights replace --model's.
+  job.model = model::load_model(!resume.empty() && !job.lora ? resume : job.model_dir, load);
   job.tokenizer = with_context("loading the tokenizer of " + job.model_dir.string(),
                                [&] { return tokenizer::Tokenizer::load(job.model_dir); });
 
@@ -255,8 +279,14 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
                                                         : tuners::LoraInit::kRandom;
     job.lora_config.base_model_name_or_path = fs::absolute(job.model_dir).string();
     job.lora_config.lora_dtype = c10::kFloat;  // trainable weights stay fp32 whatever the base (as PEFT's autocast)
-    const auto wrapped = tuners::apply_lora(job.model, job.lora_config, static_cast<uint64_t>(flags.integer("seed")));
-    log_info("LoRA r=", job.lora_config.r, " alpha=", job.lora_config.lora_alpha, " on ", wrapped.size(), " modules");
+    if (resume.empty()) {
+      const auto wrapped = tuners::apply_lora(job.model, job.lora_config, static_cast<uint64_t>(flags.integer("seed")));
+      log_info("LoRA r=", job.lora_config.r, " alpha=", job.lora_config.lora_alpha, " on ", wrapped.size(), " modules");
+    } else {  // the checkpoint's adapter, config and weights
+      job.lora_config = tuners::load_adapter(job.model, resume, c10::kFloat);
+      job.lora_config.lora_dtype = c10::kFloat;
+      log_info("LoRA from ", resume.string(), ": r=", job.lora_config.r, " on ", tuners::lora_modules(job.model).size(), " modules");
+    }
   }
   int64_t n_trainable = 0, n_total = 0;
   for (auto& p : job.model->parameters()) {
@@ -299,9 +329,11 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const std::string command = pretrain ? "pt" : "sft";
   const auto flags = cli::parse_flags(command, train_flags(pretrain), args);
   const auto setup = apply_common_flags(flags);
+  // LibTorch seeds its default generator from the OS; dropout draws from it, so seed it (as transformers'
+  // set_seed does) or two runs of the same command differ.
+  torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
   Job job = build_job(flags, pretrain, setup);
-  if (flags.boolean("gradient_checkpointing") && flags.given("gradient_checkpointing"))
-    log_warn("--gradient_checkpointing is not implemented yet: training keeps activations (more memory, same result)");
+  job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
 
   // Steps and schedule.
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
@@ -340,6 +372,31 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   log_info("run folder ", job.run_dir.string(), ": ", total_steps, " steps of ", accumulation, " x ", batch_size,
            " samples, lr ", lr, " (", flags.str("lr_scheduler_type"), ", ", schedule_options.warmup_steps, " warm-up)");
 
+  int64_t start_step = 0;
+  const fs::path resume = flags.str("resume_from_checkpoint");
+  if (!resume.empty() && !flags.boolean("resume_only_model")) {
+    const fs::path state_path = resume / "trainer_state.json";
+    SWIFT_CHECK(fs::exists(state_path) && fs::exists(resume / "optimizer.pt"), DataError,
+                resume.string() + " has no trainer state (saved with --save_only_model?)",
+                "pass --resume_only_model true to start from its weights at step 0");
+    const json state = io::read_json_file(state_path);
+    start_step = state.at("global_step").get<int64_t>();
+    SWIFT_CHECK(start_step < total_steps, UsageError,
+                "the checkpoint is at step " + std::to_string(start_step) + " of " + std::to_string(total_steps),
+                "raise --max_steps / --num_train_epochs to train further");
+    torch::load(*optimizer, (resume / "optimizer.pt").string());
+    if (fs::exists(resume / "rng_state.pt")) {
+      at::Tensor rng;
+      torch::load(rng, (resume / "rng_state.pt").string());
+      at::Generator generator = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_state(rng);
+    }
+    if (!flags.boolean("ignore_data_skip"))
+      sampler.set_position(state.at("epoch").get<int64_t>(), state.at("data_position").get<size_t>());
+    log_info("resumed from ", resume.string(), " at step ", start_step);
+  }
+
   const int64_t logging_steps = std::max<int64_t>(1, flags.integer("logging_steps"));
   const int64_t save_steps = std::max<int64_t>(1, flags.integer("save_steps"));
   const int64_t eval_steps = flags.integer("eval_steps") > 0 ? flags.integer("eval_steps") : save_steps;
@@ -350,7 +407,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const auto start = std::chrono::steady_clock::now();
   double window_loss = 0, window_grad_norm = 0;
   int64_t window_tokens = 0, window_correct = 0, window_steps = 0;
-  for (int64_t step = 0; step < total_steps; ++step) {
+  for (int64_t step = start_step; step < total_steps; ++step) {
     // One optimizer step: `accumulation` micro-batches, the loss normalised by all their label tokens.
     std::vector<train::Batch> micro;
     int64_t step_tokens = 0;
@@ -387,12 +444,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
           {"grad_norm", window_grad_norm / window_steps},
           {"learning_rate", schedule.lr(step)},
           {"memory(GiB)", train::peak_memory_gib()},
-          {"train_speed(iter/s)", done / elapsed},
+          {"train_speed(iter/s)", (done - start_step) / elapsed},
           {"epoch", static_cast<double>(done) / steps_per_epoch},
           {"global_step/max_steps", std::to_string(done) + "/" + std::to_string(total_steps)},
           {"percentage", 100.0 * done / total_steps},
           {"elapsed_time", train::format_duration(elapsed)},
-          {"remaining_time", train::format_duration(elapsed / done * (total_steps - done))}};
+          {"remaining_time", train::format_duration(elapsed / (done - start_step) * (total_steps - done))}};
       log.write(row);
       log_info(train::format_log_row(row));
       tensorboard.add_scalars({{"train/loss", row["loss"].get<double>()},

@@ -133,6 +133,11 @@ class CausalLMImpl : public torch::nn::Module {
   KVCache make_cache(int64_t batch, int64_t capacity) const;
 
   const ModelConfig& config() const { return config_; }
+  // Activation checkpointing of every decoder layer (see checkpointing.h): when on, a forward pass in training
+  // mode with grad enabled keeps only each layer's input and recomputes the layer in backward. Eval mode,
+  // no-grad passes and KV-cache passes are unaffected. Default: off.
+  void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
+  bool gradient_checkpointing() const { return gradient_checkpointing_; }
   c10::ScalarType dtype() const;
   c10::Device device() const;
 
@@ -142,6 +147,7 @@ class CausalLMImpl : public torch::nn::Module {
  private:
   ModelConfig config_;
   RotaryEmbedding rope_;
+  bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLM);
 

@@ -1,0 +1,139 @@
+// Activation checkpointing of a decoder layer (see checkpointing.h): a torch::autograd::Function whose backward
+// recomputes the layer.
+#include "swift/model/checkpointing.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
+#include <torch/csrc/autograd/autograd.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "swift/core/error.h"
+
+namespace swift::model {
+
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// The default generators' states: the CPU one, and the accelerator one of the layer's device (dropout on a CUDA
+// tensor draws from that device's generator), as torch.utils.checkpoint's preserve_rng_state.
+struct RngState {
+  at::Tensor cpu;
+  std::optional<c10::Device> device;
+  at::Tensor device_state;
+
+  static RngState capture(const c10::Device& device) {
+    RngState s;
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      s.cpu = gen.get_state();
+    }
+    if (!device.is_cpu() && device.type() != c10::DeviceType::Meta) {
+      s.device = device;
+      auto gen = at::globalContext().defaultGenerator(device);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      s.device_state = gen.get_state();
+    }
+    return s;
+  }
+
+  void restore() const {
+    {
+      auto gen = at::detail::getDefaultCPUGenerator();
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(cpu);
+    }
+    if (device) {
+      auto gen = at::globalContext().defaultGenerator(*device);
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(device_state);
+    }
+  }
+};
+
+// What backward needs besides the saved input: the layer, the shared attention inputs, the trainable parameters
+// (in the order they were passed to apply) and the RNG state the forward pass started from.
+struct CheckpointState : torch::CustomClassHolder {
+  std::shared_ptr<DecoderLayerImpl> layer;
+  AttentionInputs in;
+  std::vector<at::Tensor> params;
+  RngState rng;
+};
+
+class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
+ public:
+  // Runs with grad mode off (Function::apply disables it). `params` are inputs only so that autograd routes their
+  // gradients through this node; the layer reads them itself.
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList /*params*/,
+                            const c10::intrusive_ptr<CheckpointState>& state) {
+    state->rng = RngState::capture(x.device());
+    ctx->save_for_backward({x});
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+    return state->layer->forward(x, state->in);
+  }
+
+  // grads of (x, params..., state).
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    auto state = c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
+    const at::Tensor x = ctx->get_saved_variables().at(0);
+    const size_t n = state->params.size();
+    variable_list result(n + 2);
+    const at::Tensor& grad = grad_outputs.at(0);
+    if (!grad.defined()) return result;
+
+    // Which gradients the engine wants: slot 0 is x, slot 1 + i is params[i].
+    std::vector<size_t> slots;
+    variable_list wrt;
+    at::Tensor xd = x.detach();
+    if (ctx->needs_input_grad(0)) {
+      xd.requires_grad_(true);
+      slots.push_back(0);
+      wrt.push_back(xd);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (!ctx->needs_input_grad(i + 1)) continue;
+      slots.push_back(i + 1);
+      wrt.push_back(state->params[i]);
+    }
+    if (wrt.empty()) return result;
+
+    at::Tensor y;
+    {
+      // Recompute under the forward's RNG state, then give the generators back their current state so the
+      // recomputation draws nothing from the stream the rest of training sees.
+      const RngState now = RngState::capture(x.device());
+      state->rng.restore();
+      at::AutoGradMode grad_mode(true);
+      y = state->layer->forward(xd, state->in);
+      now.restore();
+    }
+    auto grads = torch::autograd::grad({y}, wrt, {grad}, /*retain_graph=*/false, /*create_graph=*/false,
+                                       /*allow_unused=*/true);
+    for (size_t k = 0; k < slots.size(); ++k) result[slots[k]] = grads[k];
+    return result;
+  }
+};
+
+}  // namespace
+
+at::Tensor checkpointed_layer_forward(const std::shared_ptr<DecoderLayerImpl>& layer, const at::Tensor& x,
+                                      const AttentionInputs& in) {
+  SWIFT_ASSERT(layer != nullptr, "checkpointed_layer_forward needs a layer");
+  SWIFT_ASSERT(in.cache == nullptr, "gradient checkpointing cannot run with a KV cache");
+  auto state = c10::make_intrusive<CheckpointState>();
+  state->layer = layer;
+  state->in = in;
+  for (const auto& p : layer->parameters())
+    if (p.requires_grad()) state->params.push_back(p);
+  return CheckpointedLayer::apply(x, at::TensorList(state->params), state);
+}
+
+}  // namespace swift::model
