@@ -63,6 +63,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"loss_scale", FlagType::kString, pretrain ? "all" : "default", "which tokens carry loss: default, last_round, all"},
       {"max_length", FlagType::kInt, "0", "tokens per sample at most (0: the model's max_position_embeddings)"},
       {"truncation_strategy", FlagType::kString, "delete", "longer samples: delete, left or right"},
+      {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
       {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
       {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
       {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size"}},
@@ -315,11 +316,12 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   if (max_length <= 0) max_length = job.model->config().max_position_embeddings;
   const auto truncation = train::parse_truncation(flags.str("truncation_strategy"));
   train::EncodeReport report;
-  job.train = train::encode_rows(rows, *job.chat, max_length, truncation, report, "--dataset");
+  const int num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
+  job.train = train::encode_rows(rows, *job.chat, max_length, truncation, report, "--dataset", num_proc);
   log_info("train data: ", report.summary());
   if (!val_rows.empty()) {
     train::EncodeReport val_report;
-    job.val = train::encode_rows(val_rows, *job.chat, max_length, truncation, val_report, "--val_dataset");
+    job.val = train::encode_rows(val_rows, *job.chat, max_length, truncation, val_report, "--val_dataset", num_proc);
     log_info("validation data: ", val_report.summary());
   }
   return job;

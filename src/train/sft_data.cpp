@@ -7,6 +7,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "swift/core/error.h"
 #include "swift/template/message.h"
@@ -39,35 +40,63 @@ bool has_loss(const std::vector<int64_t>& labels) {
 
 std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const templates::Template& chat,
                                  int64_t max_length, Truncation truncation, EncodeReport& report,
-                                 const std::string& what) {
+                                 const std::string& what, int num_threads) {
+  // Rows are encoded in contiguous chunks, one per thread (the tokenizer and template are thread-safe); the
+  // results, the report and the first error (by row order) are the same whatever the thread count.
+  enum class Fate { kKept, kTruncated, kTooLong, kNoLoss };
+  std::vector<Example> encoded(rows.size());
+  std::vector<Fate> fate(rows.size(), Fate::kKept);
+  std::vector<std::exception_ptr> errors(rows.size());
+  auto work = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      try {
+        const std::string where = what + " row " + std::to_string(i + 1);
+        auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(rows[i].at("messages"))); });
+        Example e{std::move(enc.input_ids), std::move(enc.labels)};
+        if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
+          const auto n = static_cast<size_t>(max_length);
+          if (truncation == Truncation::kDelete) {
+            fate[i] = Fate::kTooLong;
+            continue;
+          }
+          fate[i] = Fate::kTruncated;
+          if (truncation == Truncation::kRight) {
+            e.input_ids.resize(n);
+            e.labels.resize(n);
+          } else {
+            e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
+            e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
+          }
+        }
+        if (!has_loss(e.labels)) {
+          fate[i] = Fate::kNoLoss;
+          continue;
+        }
+        encoded[i] = std::move(e);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(static_cast<size_t>(std::max(num_threads, 1)), rows.size() / 64 + 1));
+  std::vector<std::thread> pool;
+  const size_t chunk = (rows.size() + threads - 1) / threads;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(work, std::min(rows.size(), t * chunk), std::min(rows.size(), (t + 1) * chunk));
+  work(0, std::min(rows.size(), chunk));
+  for (auto& th : pool) th.join();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
   std::vector<Example> out;
   report.rows += rows.size();
   for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string where = what + " row " + std::to_string(i + 1);
-    auto encoded = with_context(where, [&] {
-      return chat.encode(templates::conversation_from_json(rows[i].at("messages")));
-    });
-    Example e{std::move(encoded.input_ids), std::move(encoded.labels)};
-    if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
-      const auto n = static_cast<size_t>(max_length);
-      if (truncation == Truncation::kDelete) {
-        ++report.deleted_too_long;
-        continue;
-      }
-      ++report.truncated;
-      if (truncation == Truncation::kRight) {
-        e.input_ids.resize(n);
-        e.labels.resize(n);
-      } else {
-        e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
-        e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
-      }
+    switch (fate[i]) {
+      case Fate::kTooLong: ++report.deleted_too_long; continue;
+      case Fate::kNoLoss: ++report.deleted_no_loss; continue;
+      case Fate::kTruncated: ++report.truncated; break;
+      case Fate::kKept: break;
     }
-    if (!has_loss(e.labels)) {
-      ++report.deleted_no_loss;
-      continue;
-    }
-    out.push_back(std::move(e));
+    out.push_back(std::move(encoded[i]));
   }
   report.kept += out.size();
   SWIFT_CHECK(!out.empty() || rows.empty(), DataError, what + ": no row is left to train on (" + report.summary() + ")",

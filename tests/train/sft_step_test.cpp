@@ -8,6 +8,10 @@
 #include <torch/utils.h>
 
 #include "swift/core/error.h"
+#include "swift/data/builtin_datasets.h"
+#include "swift/template/template.h"
+#include "swift/template/template_meta.h"
+#include "swift/tokenizer/tokenizer.h"
 #include "swift/train/loss.h"
 #include "swift/train/sft_data.h"
 #include "test_util.h"
@@ -117,4 +121,27 @@ TEST(SftStep, TruncationDeletesOrCutsAndReports) {
   r.truncated = 1;
   r.deleted_too_long = 2;
   EXPECT_EQ(r.summary(), "5 rows: 3 kept, 1 truncated to --max_length, 2 deleted as longer than --max_length");
+}
+
+TEST(SftStep, ParallelEncodingEqualsSerialAndTruncates) {
+  auto tok = tokenizer::Tokenizer::load(std::string(SWIFT_SOURCE_DIR) + "/configs/models/qwen3-tiny");
+  templates::Template chat(templates::find_template_meta("qwen3"), *tok);
+  auto rows = data::builtin_dataset("swift/arithmetic", {});
+  train::EncodeReport serial_report, parallel_report;
+  auto serial = train::encode_rows(rows, chat, 0, train::Truncation::kDelete, serial_report, "t", 1);
+  auto parallel = train::encode_rows(rows, chat, 0, train::Truncation::kDelete, parallel_report, "t", 4);
+  ASSERT_EQ(serial.size(), rows.size());
+  ASSERT_EQ(parallel.size(), serial.size());
+  for (size_t i = 0; i < serial.size(); ++i) {
+    EXPECT_EQ(parallel[i].input_ids, serial[i].input_ids);
+    EXPECT_EQ(parallel[i].labels, serial[i].labels);
+  }
+  const auto length = static_cast<int64_t>(serial[0].input_ids.size());
+  train::EncodeReport cut;
+  auto right = train::encode_rows({rows[0]}, chat, length - 1, train::Truncation::kRight, cut, "t", 2);
+  EXPECT_EQ(cut.truncated, 1u);
+  EXPECT_EQ(right[0].input_ids, std::vector<int64_t>(serial[0].input_ids.begin(), serial[0].input_ids.end() - 1));
+  train::EncodeReport deleted;
+  EXPECT_THROW(train::encode_rows({rows[0]}, chat, length - 1, train::Truncation::kDelete, deleted, "t"), DataError);
+  EXPECT_EQ(deleted.deleted_too_long, 1u);
 }

@@ -32,9 +32,10 @@ struct EncodeReport {
 // Encodes normalised rows (data::load_datasets) with `chat`. Rows longer than max_length (0 = no limit) are
 // deleted or truncated; rows left without any loss token are dropped (they would train nothing). DataError
 // naming the row for a conversation the template cannot encode; DataError when nothing is left.
+// num_threads (--dataset_num_proc) encodes in parallel; the result does not depend on it.
 std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const templates::Template& chat,
                                  int64_t max_length, Truncation truncation, EncodeReport& report,
-                                 const std::string& what = "--dataset");
+                                 const std::string& what = "--dataset", int num_threads = 1);
 
 // One padded micro-batch. input_ids, labels, attention_mask: [B, T] (right-padded; labels -100 on pads).
 struct Batch {
