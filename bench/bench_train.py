@@ -15,6 +15,9 @@ Measured alike for both tools, from the logging.jsonl each writes in its run fol
                checked against ms-swift's own dataset statistics) / step time; padding is not counted
   peak MB    = maximum resident set size of the whole process (GNU time -v), start-up and data included
 Rounds alternate the tools so machine noise hits both; the best round of each counts.
+
+Not the same work by default: ms-swift's trainer (use_logits_to_keep) runs the LM head only from the first label
+position of the batch on; swift computes every position. --ms_extra "--use_logits_to_keep false" equalises it.
 """
 import argparse
 import json

@@ -270,9 +270,15 @@ std::vector<json> read_rows(const fs::path& path) {
     }
   } else if (ext == ".csv") {
     rows = read_csv(path, in);
+  } else if (ext == ".txt") {  // plain text for pretraining: one row a non-empty line
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      if (!line.empty()) rows.push_back({{"text", line}});
+    }
   } else {
     throw DataError("dataset " + path.string() + " has an unsupported extension '" + ext + "'",
-                    "use .jsonl, .json or .csv");
+                    "use .jsonl, .json, .csv or .txt");
   }
   return rows;
 }
@@ -295,16 +301,70 @@ json normalise_row(const json& row, const std::string& where) {
   return out;
 }
 
+std::map<std::string, std::string> parse_columns(const std::string& text) {
+  std::map<std::string, std::string> out;
+  if (text.empty()) return out;
+  json j = json::parse(text, nullptr, false);
+  SWIFT_CHECK(j.is_object(), UsageError, "--columns must be a JSON object, got '" + text + "'",
+              "e.g. --columns '{\"src\": \"query\", \"tgt\": \"response\"}'");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    SWIFT_CHECK(it.value().is_string(), UsageError, "--columns: the new name of '" + it.key() + "' must be a string",
+                "e.g. --columns '{\"src\": \"query\"}'");
+    out[it.key()] = it.value().get<std::string>();
+  }
+  return out;
+}
+
+namespace {
+// The files a spec names: the file itself, or a folder's supported files in name order.
+std::vector<fs::path> dataset_files(const fs::path& path) {
+  if (!fs::is_directory(path)) return {path};
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(path)) {
+    const std::string ext = lower(entry.path().extension().string());
+    if (entry.is_regular_file() && (ext == ".jsonl" || ext == ".json" || ext == ".csv" || ext == ".txt"))
+      files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  SWIFT_CHECK(!files.empty(), DataError, "dataset folder " + path.string() + " has no .jsonl/.json/.csv/.txt files",
+              "point --dataset at the files or a folder holding them");
+  return files;
+}
+
+json rename_columns(json row, const std::map<std::string, std::string>& columns) {
+  for (const auto& [from, to] : columns) {
+    if (!row.contains(from)) continue;
+    json value = row[from];
+    row.erase(from);
+    row[to] = std::move(value);
+  }
+  return row;
+}
+}  // namespace
+
 std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t seed, const std::string& flag,
-                                const BuiltinOptions& builtin) {
+                                const DatasetOptions& options) {
   std::vector<json> all;
   std::mt19937_64 rng(seed);
   for (const auto& text : specs) {
     const DatasetSpec spec = parse_dataset_spec(text, flag);
     const bool is_builtin = is_builtin_dataset(spec.path.string());
     SWIFT_CHECK(is_builtin || fs::exists(spec.path), DataError, flag + " " + spec.path.string() + " does not exist",
-                "give a local .jsonl/.json/.csv file or a built-in dataset (" + builtin_dataset_names() + ")");
-    auto rows = is_builtin ? builtin_dataset(spec.path.string(), builtin) : read_rows(spec.path);
+                "give a local .jsonl/.json/.csv/.txt file, a folder of them, or a built-in dataset (" +
+                    builtin_dataset_names() + ")");
+    std::vector<json> rows;
+    std::vector<std::string> where;  // per row, for errors
+    if (is_builtin) {
+      rows = builtin_dataset(spec.path.string(), options.builtin);
+    } else {
+      for (const auto& file : dataset_files(spec.path)) {
+        auto file_rows = read_rows(file);
+        for (size_t i = 0; i < file_rows.size(); ++i) {
+          rows.push_back(rename_columns(std::move(file_rows[i]), options.columns));
+          where.push_back(file.string() + " row " + std::to_string(i + 1));
+        }
+      }
+    }
     SWIFT_CHECK(!rows.empty(), DataError, "dataset " + spec.path.string() + " has no rows", "check the file");
     std::vector<size_t> order(rows.size());
     std::iota(order.begin(), order.end(), 0);
@@ -316,8 +376,7 @@ std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t 
       picked.insert(picked.end(), order.begin(), order.begin() + static_cast<long>(n % len));
       order = std::move(picked);
     }
-    for (size_t i : order)
-      all.push_back(is_builtin ? rows[i] : normalise_row(rows[i], spec.path.string() + " row " + std::to_string(i + 1)));
+    for (size_t i : order) all.push_back(is_builtin ? rows[i] : normalise_row(rows[i], where[i]));
   }
   return all;
 }

@@ -138,7 +138,8 @@ at::Tensor position_ids_from_mask(const at::Tensor& attention_mask, int64_t leng
 namespace {
 // bool [B|1, 1, T, S]: causal over cache positions, optionally windowed and padded. A query row that would
 // see nothing (a pad token in a left-padded row) sees itself, so softmax never meets an all-masked row.
-at::Tensor build_mask(int64_t past, int64_t T, int64_t window, const at::Tensor& key_padding, c10::Device device) {
+at::Tensor build_mask(int64_t past, int64_t T, int64_t window, const at::Tensor& key_padding, const at::Tensor& segments,
+                      c10::Device device) {
   const int64_t S = past + T;
   auto opts = at::TensorOptions().dtype(at::kLong).device(device);
   auto q_pos = at::arange(past, S, opts).view({T, 1});
@@ -147,6 +148,10 @@ at::Tensor build_mask(int64_t past, int64_t T, int64_t window, const at::Tensor&
   if (window > 0) allowed = allowed.logical_and(k_pos.gt(q_pos - window));
   allowed = allowed.view({1, 1, T, S});
   if (key_padding.defined()) allowed = allowed.logical_and(key_padding.view({key_padding.size(0), 1, 1, S}));
+  if (segments.defined()) {  // [B, T] with past == 0: same-segment keys only
+    const int64_t B = segments.size(0);
+    allowed = allowed.logical_and(segments.view({B, 1, T, 1}).eq(segments.view({B, 1, 1, S})));
+  }
   return allowed.logical_or(k_pos.eq(q_pos).view({1, 1, T, S}));
 }
 }  // namespace
@@ -182,11 +187,18 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   std::tie(in.cos, in.sin) = rope_.cos_sin(position_ids, dtype());
   in.cache = args.cache;
   in.past_length = past;
-  const bool plain_causal = !key_padding.defined() && (past == 0 || T == 1);
-  if (!plain_causal) in.full_mask = build_mask(past, T, 0, key_padding, ids.device());
+  at::Tensor segments;
+  if (args.segment_ids.defined()) {
+    SWIFT_ASSERT(!args.cache, "segment_ids (packing) cannot be combined with a KV cache");
+    SWIFT_ASSERT(args.segment_ids.dim() == 2 && args.segment_ids.size(0) == B && args.segment_ids.size(1) == T,
+                 "segment_ids must be [B, T]");
+    segments = args.segment_ids.to(ids.device()).to(at::kLong);
+  }
+  const bool plain_causal = !key_padding.defined() && !segments.defined() && (past == 0 || T == 1);
+  if (!plain_causal) in.full_mask = build_mask(past, T, 0, key_padding, segments, ids.device());
   for (auto window : config_.layer_sliding_window) {
     if (window > 0 && (!plain_causal || S > window)) {
-      in.sliding_mask = build_mask(past, T, window, key_padding, ids.device());
+      in.sliding_mask = build_mask(past, T, window, key_padding, segments, ids.device());
       break;
     }
   }

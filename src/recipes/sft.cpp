@@ -55,6 +55,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
                                        "(swift/self-cognition, swift/arithmetic)"},
       {"val_dataset", FlagType::kList, "", "validation data (same forms)"},
       {"split_dataset_ratio", FlagType::kFloat, "0", "hold out this fraction of --dataset for validation"},
+      {"columns", FlagType::kString, "", "rename columns first, as JSON: '{\"src\": \"query\", \"tgt\": \"response\"}'"},
       {"model_name", FlagType::kList, "", "for swift/self-cognition: the model's name (Chinese, then English)"},
       {"model_author", FlagType::kList, "", "for swift/self-cognition: the author (Chinese, then English)"},
       {"template", FlagType::kString, "", "chat template (default: the checkpoint's args.json, else the family's)"},
@@ -63,6 +64,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"loss_scale", FlagType::kString, pretrain ? "all" : "default", "which tokens carry loss: default, last_round, all"},
       {"max_length", FlagType::kInt, "0", "tokens per sample at most (0: the model's max_position_embeddings)"},
       {"truncation_strategy", FlagType::kString, "delete", "longer samples: delete, left or right"},
+      {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
+      {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)"},
       {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
       {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
       {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
@@ -169,7 +172,12 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
     model::ForwardArgs args;
     args.input_ids = batch.input_ids.to(job.model->device());
     args.attention_mask = batch.attention_mask.to(job.model->device());
-    auto sums = train::causal_lm_loss_sums(job.model->forward(args), batch.labels);
+    if (batch.segment_ids.defined()) {
+      args.position_ids = batch.position_ids.to(job.model->device());
+      args.segment_ids = batch.segment_ids.to(job.model->device());
+    }
+    auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
+                                                       [&](const at::Tensor& h) { return job.model->logits(h); });
     loss += sums.loss_sum.item<double>();
     tokens += sums.tokens;
     correct += sums.correct;
@@ -298,10 +306,12 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
 
   // Data.
   const uint64_t data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
-  data::BuiltinOptions builtin{flags.list("model_name"), flags.list("model_author"), data_seed};
-  auto rows = data::load_datasets(flags.list("dataset"), data_seed, "--dataset", builtin);
+  data::DatasetOptions data_options;
+  data_options.builtin = {flags.list("model_name"), flags.list("model_author"), data_seed};
+  data_options.columns = data::parse_columns(flags.str("columns"));
+  auto rows = data::load_datasets(flags.list("dataset"), data_seed, "--dataset", data_options);
   std::vector<json> val_rows;
-  if (!flags.list("val_dataset").empty()) val_rows = data::load_datasets(flags.list("val_dataset"), data_seed, "--val_dataset", builtin);
+  if (!flags.list("val_dataset").empty()) val_rows = data::load_datasets(flags.list("val_dataset"), data_seed, "--val_dataset", data_options);
   const double split = flags.number("split_dataset_ratio");
   SWIFT_CHECK(split >= 0 && split < 1, UsageError, "--split_dataset_ratio must be in [0, 1)", "e.g. 0.05");
   if (split > 0) {
@@ -323,6 +333,19 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
     train::EncodeReport val_report;
     job.val = train::encode_rows(val_rows, *job.chat, max_length, truncation, val_report, "--val_dataset", num_proc);
     log_info("validation data: ", val_report.summary());
+  }
+  if (flags.boolean("packing")) {
+    int64_t packing_length = flags.integer("packing_length");
+    if (packing_length <= 0) packing_length = max_length;
+    const size_t samples = job.train.size();
+    job.train = train::pack_examples(job.train, packing_length);
+    log_info("packing: packed ", samples, " samples into ", job.train.size(), " rows of at most ", packing_length,
+             " tokens");
+    if (!job.val.empty()) {
+      const size_t val_samples = job.val.size();
+      job.val = train::pack_examples(job.val, packing_length);
+      log_info("packing: packed ", val_samples, " validation samples into ", job.val.size(), " rows");
+    }
   }
   return job;
 }
@@ -423,7 +446,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       model::ForwardArgs fa;
       fa.input_ids = b.input_ids.to(job.model->device());
       fa.attention_mask = b.attention_mask.to(job.model->device());
-      auto sums = train::causal_lm_loss_sums(job.model->forward(fa), b.labels);
+      if (b.segment_ids.defined()) {
+        fa.position_ids = b.position_ids.to(job.model->device());
+        fa.segment_ids = b.segment_ids.to(job.model->device());
+      }
+      auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
+                                                         [&](const at::Tensor& h) { return job.model->logits(h); });
       (sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1))).backward();
       window_loss += sums.loss_sum.item<double>();
       window_tokens += sums.tokens;

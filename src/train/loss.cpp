@@ -19,4 +19,20 @@ LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels)
   return out;
 }
 
+LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head) {
+  const int64_t T = hidden.size(1);
+  auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
+  auto mask = shift_labels.ne(-100);                                       // [B, T-1]
+  auto selected = hidden.narrow(1, 0, T - 1).index({mask});               // [N, C]
+  auto targets = shift_labels.index({mask});                              // [N]
+  auto logits = lm_head(selected).to(at::kFloat);                         // [N, V]
+  LossSums out;
+  out.loss_sum = at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::Sum, -100);
+  torch::NoGradGuard no_grad;
+  out.tokens = targets.size(0);
+  out.correct = logits.argmax(-1).eq(targets).sum().item<int64_t>();
+  return out;
+}
+
 }  // namespace swift::train

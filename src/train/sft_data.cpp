@@ -52,7 +52,7 @@ std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const 
       try {
         const std::string where = what + " row " + std::to_string(i + 1);
         auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(rows[i].at("messages"))); });
-        Example e{std::move(enc.input_ids), std::move(enc.labels)};
+        Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}};
         if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
           const auto n = static_cast<size_t>(max_length);
           if (truncation == Truncation::kDelete) {
@@ -104,6 +104,50 @@ std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const 
   return out;
 }
 
+std::vector<Example> pack_examples(const std::vector<Example>& examples, int64_t packing_length) {
+  SWIFT_ASSERT(packing_length > 0, "packing_length must be positive");
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return examples[a].input_ids.size() > examples[b].input_ids.size();
+  });
+  std::vector<std::vector<size_t>> bins;
+  std::vector<int64_t> used;
+  for (size_t i : order) {
+    const auto n = static_cast<int64_t>(examples[i].input_ids.size());
+    size_t bin = bins.size();
+    for (size_t j = 0; j < bins.size(); ++j)
+      if (used[j] + n <= packing_length) {
+        bin = j;
+        break;
+      }
+    if (bin == bins.size()) {
+      bins.emplace_back();
+      used.push_back(0);
+    }
+    bins[bin].push_back(i);
+    used[bin] += n;
+  }
+  std::vector<Example> out;
+  out.reserve(bins.size());
+  for (const auto& bin : bins) {
+    Example row;
+    for (size_t s = 0; s < bin.size(); ++s) {
+      const auto& e = examples[bin[s]];
+      row.input_ids.insert(row.input_ids.end(), e.input_ids.begin(), e.input_ids.end());
+      const size_t start = row.labels.size();
+      row.labels.insert(row.labels.end(), e.labels.begin(), e.labels.end());
+      if (!e.labels.empty()) row.labels[start] = -100;  // never predicted from the previous sample
+      for (size_t t = 0; t < e.input_ids.size(); ++t) {
+        row.position_ids.push_back(static_cast<int64_t>(t));
+        row.segments.push_back(static_cast<int64_t>(s));
+      }
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
   size_t longest = 0;
   for (const auto* e : examples) longest = std::max(longest, e->input_ids.size());
@@ -112,12 +156,27 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
   b.input_ids = at::full({B, T}, pad_id, at::kLong);
   b.labels = at::full({B, T}, -100, at::kLong);
   b.attention_mask = at::zeros({B, T}, at::kLong);
+  bool packed = false;
+  for (const auto* e : examples) packed = packed || !e->segments.empty();
+  if (packed) {
+    b.position_ids = at::zeros({B, T}, at::kLong);
+    b.segment_ids = at::full({B, T}, -1, at::kLong);
+  }
   for (int64_t i = 0; i < B; ++i) {
     const auto& e = *examples[static_cast<size_t>(i)];
     const auto n = static_cast<int64_t>(e.input_ids.size());
     b.input_ids[i].narrow(0, 0, n).copy_(at::tensor(e.input_ids, at::kLong));
     b.labels[i].narrow(0, 0, n).copy_(at::tensor(e.labels, at::kLong));
     b.attention_mask[i].narrow(0, 0, n).fill_(1);
+    if (packed) {
+      if (e.segments.empty()) {  // a plain example in a packed batch: one segment
+        b.position_ids[i].narrow(0, 0, n).copy_(at::arange(n, at::kLong));
+        b.segment_ids[i].narrow(0, 0, n).fill_(0);
+      } else {
+        b.position_ids[i].narrow(0, 0, n).copy_(at::tensor(e.position_ids, at::kLong));
+        b.segment_ids[i].narrow(0, 0, n).copy_(at::tensor(e.segments, at::kLong));
+      }
+    }
   }
   b.label_tokens = b.labels.narrow(1, 1, std::max<int64_t>(T - 1, 0)).ne(-100).sum().item<int64_t>();
   return b;

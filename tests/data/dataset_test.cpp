@@ -80,3 +80,26 @@ TEST(Dataset, ReadsJsonlJsonCsvAndSamples) {
   EXPECT_THROW(data::parse_dataset_spec("a.jsonl#many"), UsageError);
   EXPECT_EQ(data::parse_dataset_spec("a.jsonl#12").sample, 12);
 }
+
+TEST(Dataset, TextFilesFoldersAndColumnRemap) {
+  test::TempDir tmp;
+  std::filesystem::create_directories(tmp / "corpus");
+  std::ofstream(tmp / "corpus" / "b.txt") << "second file line\n\n";
+  std::ofstream(tmp / "corpus" / "a.txt") << "first line\r\nsecond line\n";
+  std::ofstream(tmp / "corpus" / "notes.md") << "ignored";
+  auto rows = data::load_datasets({(tmp / "corpus").string()}, 0);
+  ASSERT_EQ(rows.size(), 3u);  // a.txt (2 lines) then b.txt; blank lines and other extensions skipped
+  EXPECT_EQ(rows[0]["messages"], msgs({{"assistant", "first line"}}));
+  EXPECT_EQ(rows[2]["messages"], msgs({{"assistant", "second file line"}}));
+
+  std::ofstream(tmp / "odd.jsonl") << R"({"src": "bonjour", "tgt": "hello"})" << "\n";
+  data::DatasetOptions options;
+  options.columns = data::parse_columns(R"({"src": "query", "tgt": "response"})");
+  rows = data::load_datasets({(tmp / "odd.jsonl").string()}, 0, "--dataset", options);
+  EXPECT_EQ(rows[0]["messages"], msgs({{"user", "bonjour"}, {"assistant", "hello"}}));
+  EXPECT_THROW(data::load_datasets({(tmp / "odd.jsonl").string()}, 0), DataError);  // without the remap
+  EXPECT_THROW(data::parse_columns("[1]"), UsageError);
+  EXPECT_THROW(data::parse_columns(R"({"a": 1})"), UsageError);
+  std::filesystem::create_directories(tmp / "empty");
+  EXPECT_THROW(data::load_datasets({(tmp / "empty").string()}, 0), DataError);
+}

@@ -87,6 +87,32 @@ TEST(SftStep, LossSumsCountLabelTokensAndAccuracy) {
   EXPECT_DOUBLE_EQ(sums.loss_sum.item<double>(), expected);
 }
 
+TEST(SftStep, LossFromHiddenEqualsFullLogitsLoss) {
+  auto m = test::random_model(test::tiny_config("llama"), 12);
+  const auto ex = examples();
+  auto b = train::collate({&ex[0], &ex[1], &ex[2]}, 0);
+  model::ForwardArgs args;
+  args.input_ids = b.input_ids;
+  args.attention_mask = b.attention_mask;
+  auto hidden = m->forward_hidden(args);
+  auto full = train::causal_lm_loss_sums(m->logits(hidden), b.labels);
+  auto selected = train::causal_lm_loss_sums_from_hidden(hidden, b.labels, [&](const at::Tensor& h) { return m->logits(h); });
+  EXPECT_EQ(selected.tokens, full.tokens);
+  EXPECT_EQ(selected.correct, full.correct);
+  EXPECT_NEAR(selected.loss_sum.item<double>(), full.loss_sum.item<double>(), 1e-4);
+  // Same gradients too.
+  m->zero_grad();
+  full.loss_sum.backward({}, /*retain_graph=*/true);
+  std::map<std::string, at::Tensor> g_full;
+  for (auto& item : m->named_parameters()) g_full[item.key()] = item.value().grad().clone();
+  m->zero_grad();
+  selected.loss_sum.backward();
+  for (auto& item : m->named_parameters()) {
+    const double norm = g_full[item.key()].norm().item<double>() + 1e-12;
+    EXPECT_LE((item.value().grad() - g_full[item.key()]).norm().item<double>() / norm, 1e-5) << item.key();
+  }
+}
+
 TEST(SftStep, CollatePadsRightAndCountsLabels) {
   const auto ex = examples();
   auto b = train::collate({&ex[1], &ex[2]}, 0);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,10 +34,20 @@ std::vector<nlohmann::json> read_rows(const std::filesystem::path& path);
 // errors. Throws DataError for a row no layout fits, with the columns it saw.
 nlohmann::json normalise_row(const nlohmann::json& row, const std::string& where);
 
+// How load_datasets reads rows.
+struct DatasetOptions {
+  BuiltinOptions builtin;  // configures built-in datasets (builtin_datasets.h)
+  // --columns: renames columns before normalisation, e.g. {"src": "query", "tgt": "response"}.
+  std::map<std::string, std::string> columns;
+};
+
+// --columns JSON ('{"src": "query"}'); UsageError naming the flag when it is not an object of strings.
+std::map<std::string, std::string> parse_columns(const std::string& text);
+
 // Reads, normalises and samples every spec, in order. `seed` drives #N sampling. A spec may name a built-in
-// dataset (builtin_datasets.h), which `builtin` configures.
+// dataset, a file (.jsonl, .json, .csv, .txt: one row {"text": line} per non-empty line) or a folder (its
+// supported files in name order).
 std::vector<nlohmann::json> load_datasets(const std::vector<std::string>& specs, uint64_t seed,
-                                          const std::string& flag = "--dataset",
-                                          const BuiltinOptions& builtin = {});
+                                          const std::string& flag = "--dataset", const DatasetOptions& options = {});
 
 }  // namespace swift::data

@@ -116,6 +116,9 @@ struct ForwardArgs {
   at::Tensor position_ids;    // [B, T] int64; default: past_length + arange(T), or from attention_mask
   at::Tensor attention_mask;  // [B, S] (1 real, 0 pad) over cached + new tokens; optional
   KVCache* cache = nullptr;   // optional; updated in place
+  // [B, T] int64; optional (packing, no cache): a query attends only to keys of the same segment id, so
+  // several samples packed into one row do not see each other (block-diagonal causal mask).
+  at::Tensor segment_ids;
 };
 
 class CausalLMImpl : public torch::nn::Module {

@@ -3,6 +3,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
+
 namespace swift::train {
 
 struct LossSums {
@@ -14,5 +16,12 @@ struct LossSums {
 // logits: [B, T, V]; labels: [B, T]. Sums (not means) so a step can normalise by the label tokens of the
 // whole accumulated batch, which makes k micro-batches of b equal one batch of k*b.
 LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels);
+
+// The same sums from the final hidden states [B, T, C], computing logits (`lm_head`: [N, C] -> [N, V]) only at
+// the positions that predict a label. With large vocabularies the output layer dominates a small model's
+// step, and prompts carry no loss, so this saves most of that work and its memory (ms-swift's
+// use_logits_to_keep does the same). Equal to causal_lm_loss_sums(lm_head(hidden), labels).
+LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head);
 
 }  // namespace swift::train

@@ -18,6 +18,10 @@ namespace swift::train {
 struct Example {
   std::vector<int64_t> input_ids;
   std::vector<int64_t> labels;  // -100 where no loss
+  // Packed rows only (pack_examples): per-token position ids (restarting at 0 for each sample) and the
+  // sample's index within the row. Empty for a plain example.
+  std::vector<int64_t> position_ids;
+  std::vector<int64_t> segments;
 };
 
 enum class Truncation { kDelete, kLeft, kRight };
@@ -37,9 +41,17 @@ std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const 
                                  int64_t max_length, Truncation truncation, EncodeReport& report,
                                  const std::string& what = "--dataset", int num_threads = 1);
 
+// --packing: bin-packs examples into rows of at most packing_length tokens by first-fit-decreasing (stable on
+// ties, so deterministic). Each row carries position_ids that restart at 0 per sample and segments (the sample's
+// index in the row); the first label of each sample is forced to -100 so no loss crosses samples. Examples longer
+// than packing_length get a row of their own. Every label token of the input is kept.
+std::vector<Example> pack_examples(const std::vector<Example>& examples, int64_t packing_length);
+
 // One padded micro-batch. input_ids, labels, attention_mask: [B, T] (right-padded; labels -100 on pads).
 struct Batch {
   at::Tensor input_ids, labels, attention_mask;
+  // [B, T] int64, defined only for packed rows: position ids (0 on pads) and segment ids (-1 on pads).
+  at::Tensor position_ids, segment_ids;
   int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
 };
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
