@@ -39,9 +39,10 @@ void Progress::draw(bool final) {
   const int filled = static_cast<int>(width * done_ / total_);
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
-  std::fprintf(stderr, "%s%s [%s] %lld/%lld %.0f%% %.1fs (%.2f/s)%s", tty_ ? "\r" : "", label_.c_str(), bar.c_str(),
-               static_cast<long long>(done_), static_cast<long long>(total_), 100.0 * done_ / total_, seconds, rate,
-               (!tty_ || final) ? "\n" : "");
+  const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0.0;
+  std::fprintf(stderr, "%s%s [%s] %lld/%lld %.0f%% %.1fs elapsed, ETA %.1fs (%.2f/s)%s", tty_ ? "\r" : "",
+               label_.c_str(), bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_),
+               100.0 * done_ / total_, seconds, eta, rate, (!tty_ || final) ? "\n" : "");
   std::fflush(stderr);
 }
 

@@ -2,6 +2,7 @@
 // Top to bottom: flags -> run folder -> model (+ LoRA) -> data -> optimizer and schedule -> loop -> save.
 // pt is the same job with plain text instead of a chat template and loss on every token.
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/optim/adamw.h>
 #include <torch/serialize.h>
@@ -20,6 +21,7 @@
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/core/progress.h"
 #include "swift/data/dataset.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/checkpoint.h"
@@ -107,6 +109,33 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
   return flags;
 }
 
+// bf16 compute over fp32 master weights (full fine-tuning with --torch_dtype bfloat16): LibTorch's autocast
+// runs matmuls in bf16 while parameters, gradients and AdamW state stay fp32. Scoped to one forward pass.
+class AutocastScope {
+ public:
+  AutocastScope(c10::DeviceType device, std::optional<c10::ScalarType> dtype) : device_(device), active_(dtype.has_value()) {
+    if (!active_) return;
+    was_enabled_ = at::autocast::is_autocast_enabled(device_);
+    previous_dtype_ = at::autocast::get_autocast_dtype(device_);
+    at::autocast::set_autocast_dtype(device_, *dtype);
+    at::autocast::set_autocast_enabled(device_, true);
+  }
+  ~AutocastScope() {
+    if (!active_) return;
+    at::autocast::set_autocast_enabled(device_, was_enabled_);
+    at::autocast::set_autocast_dtype(device_, previous_dtype_);
+    at::autocast::clear_cache();  // cached bf16 copies of the weights are stale after the optimizer step
+  }
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  c10::DeviceType device_;
+  bool active_;
+  bool was_enabled_ = false;
+  c10::ScalarType previous_dtype_ = c10::kBFloat16;
+};
+
 // What the loop needs, built once.
 struct Job {
   bool pretrain = false;
@@ -119,6 +148,8 @@ struct Job {
   tuners::LoraConfig lora_config;
   std::vector<train::Example> train, val;
   int64_t pad_id = 0;
+  std::optional<c10::ScalarType> autocast;  // full fine-tuning in bf16: compute dtype over fp32 weights
+  std::optional<c10::ScalarType> save_dtype;  // how full checkpoints are stored (--torch_dtype)
 };
 
 std::vector<torch::Tensor> trainable(model::CausalLM& m) {
@@ -176,6 +207,7 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
       args.position_ids = batch.position_ids.to(job.model->device());
       args.segment_ids = batch.segment_ids.to(job.model->device());
     }
+    AutocastScope autocast(job.model->device().type(), job.autocast);
     auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
                                                        [&](const at::Tensor& h) { return job.model->logits(h); });
     loss += sums.loss_sum.item<double>();
@@ -193,7 +225,9 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const torc
   if (job.lora) {
     tuners::save_adapter(job.model, job.lora_config, out.path());
   } else {
-    model::save_model(job.model, out.path(), {}, job.model_dir);
+    model::SaveOptions save;
+    save.dtype = job.save_dtype;
+    model::save_model(job.model, out.path(), save, job.model_dir);
   }
   json args = flags.to_json();
   args["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
@@ -239,8 +273,17 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   load.device = parse_device(setup.device);
   load.init_strategy = flags.str("init_strategy");
   load.seed = static_cast<uint64_t>(flags.integer("seed"));
-  // Full fine-tuning keeps fp32 master weights; --torch_dtype then only says how a checkpoint is stored.
-  load.dtype = job.lora ? parse_dtype(flags.str("torch_dtype")) : std::optional<c10::ScalarType>(c10::kFloat);
+  // Full fine-tuning keeps fp32 master weights: --torch_dtype bfloat16 then means bf16 compute (autocast) and
+  // bf16 checkpoints. LoRA keeps the frozen base in --torch_dtype and the adapter in fp32.
+  const auto dtype = parse_dtype(flags.str("torch_dtype"));
+  SWIFT_CHECK(job.lora || !dtype || *dtype != c10::kHalf, UsageError,
+              "full fine-tuning in float16 needs loss scaling, which swift does not do yet",
+              "use --torch_dtype bfloat16 (same speed class, no scaling needed) or float32");
+  load.dtype = job.lora ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
+  if (!job.lora && dtype && *dtype == c10::kBFloat16) {
+    job.autocast = c10::kBFloat16;
+    job.save_dtype = c10::kBFloat16;
+  }
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty()) {
     SWIFT_CHECK(fs::is_directory(resume), DataError, "--resume_from_checkpoint " + resume.string() + " is not a folder",
@@ -429,6 +472,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   std::deque<fs::path> saved;
 
   job.model->train();
+  Progress progress("train", total_steps - start_step);
   const auto start = std::chrono::steady_clock::now();
   double window_loss = 0, window_grad_norm = 0;
   int64_t window_tokens = 0, window_correct = 0, window_steps = 0;
@@ -450,8 +494,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
         fa.position_ids = b.position_ids.to(job.model->device());
         fa.segment_ids = b.segment_ids.to(job.model->device());
       }
-      auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
-                                                         [&](const at::Tensor& h) { return job.model->logits(h); });
+      train::LossSums sums;
+      {
+        AutocastScope autocast(job.model->device().type(), job.autocast);
+        sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
+                                                      [&](const at::Tensor& h) { return job.model->logits(h); });
+      }
       (sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1))).backward();
       window_loss += sums.loss_sum.item<double>();
       window_tokens += sums.tokens;
@@ -464,6 +512,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     optimizer->zero_grad();
     window_grad_norm += grad_norm;
     ++window_steps;
+    progress.advance();
 
     const int64_t done = step + 1;
     if (done % logging_steps == 0 || done == total_steps) {
@@ -504,6 +553,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     }
     if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, sampler, saved);
   }
+  progress.finish();
   train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
   if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});
   log_info("last checkpoint: ", saved.empty() ? std::string("none") : saved.back().string());

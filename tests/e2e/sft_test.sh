@@ -85,6 +85,13 @@ Y
 run yaml 0 "$SWIFT" sft "$TMP/run.yaml" --max_grad_norm 0.5
 grep -q '"target_modules": \[' "$(ls -d "$TMP"/yaml/v0-*)/checkpoint-2/adapter_config.json" && ok || bad "yaml adapter config"
 
+# bf16 compute over fp32 master weights (full): trains, stores bf16 checkpoints; fp16 is refused with a hint.
+run bf16 0 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 2 \
+  --torch_dtype bfloat16 --per_device_train_batch_size 2 --output_dir "$TMP/bf16" --add_version false
+grep -q '"torch_dtype": "bfloat16"' "$TMP/bf16/checkpoint-2/config.json" && ok || bad "bf16 checkpoint dtype"
+"$PY" -c "import json,math,sys; r=[json.loads(l) for l in open('$TMP/bf16/logging.jsonl')]; sys.exit(0 if all(math.isfinite(x['loss']) for x in r) else 1)" && ok || bad "bf16 loss not finite"
+run fp16 2 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 1 --torch_dtype float16 --output_dir "$TMP/fp16"
+
 # 4. Exact resume: the losses after resuming equal an uninterrupted run's, bit for bit (CPU fp32), for full
 #    fine-tuning and for LoRA with dropout, also after a SIGKILL in the middle of training/saving.
 common=(--dataset swift/arithmetic#64 --max_steps 12 --per_device_train_batch_size 2 --gradient_accumulation_steps 2
