@@ -18,7 +18,11 @@ if [ -n "${SWIFT_DEPS_PREFIX:-}" ]; then  # .debs unpacked by scripts/offline_de
   args+=(-DCMAKE_INCLUDE_PATH="$SWIFT_DEPS_PREFIX/usr/include")
 fi
 if [ ${#prefixes[@]} -gt 0 ]; then args+=(-DCMAKE_PREFIX_PATH="$(IFS=';'; echo "${prefixes[*]}")"); fi
-if [ ! -f "$BUILD/CMakeCache.txt" ] || [ "$ROOT/CMakeLists.txt" -nt "$BUILD/CMakeCache.txt" ]; then
+want_tests="${SWIFT_BUILD_TESTS:-ON}"
+cached_tests="$(sed -n 's/^SWIFT_BUILD_TESTS:BOOL=//p' "$BUILD/CMakeCache.txt" 2>/dev/null || true)"
+# Configure on the first run, when CMakeLists.txt changed, or when the tests switch differs from the cached one
+# (quickstart builds without tests, test.sh with them, in the same folder).
+if [ ! -f "$BUILD/CMakeCache.txt" ] || [ "$ROOT/CMakeLists.txt" -nt "$BUILD/CMakeCache.txt" ] || [ "$cached_tests" != "$want_tests" ]; then
   cmake "${args[@]}" >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
 fi
 cmake --build "$BUILD" -j "${SWIFT_JOBS:-$(nproc)}"
