@@ -23,7 +23,8 @@ cached_tests="$(sed -n 's/^SWIFT_BUILD_TESTS:BOOL=//p' "$BUILD/CMakeCache.txt" 2
 # Configure on the first run, when CMakeLists.txt changed, or when the tests switch differs from the cached one
 # (quickstart builds without tests, test.sh with them, in the same folder).
 if [ ! -f "$BUILD/CMakeCache.txt" ] || [ "$ROOT/CMakeLists.txt" -nt "$BUILD/CMakeCache.txt" ] || [ "$cached_tests" != "$want_tests" ]; then
-  cmake "${args[@]}" >"$BUILD.configure.log" 2>&1 || { cat "$BUILD.configure.log"; exit 1; }
+  mkdir -p "$BUILD"
+  cmake "${args[@]}" >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
 fi
 cmake --build "$BUILD" -j "${SWIFT_JOBS:-$(nproc)}"
 echo "build: $BUILD/bin/swift"
