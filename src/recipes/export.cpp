@@ -1,6 +1,7 @@
 // swift export: read a model folder (or initialise one from config.json with --init_strategy), optionally cast
 // it, and write it as a Hugging Face folder (config.json, safetensors sharded at --max_shard_size, and the
-// tokenizer/generation files copied along). Merging LoRA adapters and quantisation come with their tuners.
+// tokenizer/generation files copied along). --adapters with --merge_lora true folds a LoRA adapter into the
+// weights first. Quantisation comes with its own issue.
 #include <ATen/Parallel.h>
 
 #include <filesystem>
@@ -11,7 +12,9 @@
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/init_weights.h"
+#include "swift/io/hf_config.h"
 #include "swift/recipes/commands.h"
+#include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
 
@@ -35,6 +38,9 @@ std::vector<cli::FlagSpec> export_flags() {
       {"init_strategy", FlagType::kString, "",
        "initialise a folder that has no weights: " + model::init_strategies()},
       {"exist_ok", FlagType::kBool, "false", "replace --output_dir if it exists"},
+      {"adapters", FlagType::kList, "", "a LoRA adapter folder to merge (its args.json supplies --model when not given)",
+       {"ckpt_dir"}},
+      {"merge_lora", FlagType::kBool, "false", "fold --adapters into the weights and write a plain model folder"},
   };
   for (auto& f : cli::common_flags()) flags.push_back(f);
   for (auto& f : flags)
@@ -45,10 +51,23 @@ std::vector<cli::FlagSpec> export_flags() {
 int run_export(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("export", export_flags(), args);
   const auto setup = apply_common_flags(flags);
-  const std::string model_dir = flags.str("model");
+  const auto adapters = flags.list("adapters");
+  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder", "merge one adapter at a time");
+  SWIFT_CHECK(adapters.empty() || flags.boolean("merge_lora"), UsageError,
+              "swift export --adapters needs --merge_lora true", "the adapter folder is already a PEFT adapter; "
+              "--merge_lora true writes base + adapter as one model");
+  std::string model_dir = flags.str("model");
+  if (model_dir.empty() && !adapters.empty()) {  // the training run recorded its base model
+    const fs::path args_path = fs::path(adapters.front()) / "args.json";
+    if (fs::exists(args_path)) {
+      const auto saved = io::read_json_file(args_path);
+      if (saved.contains("model") && saved["model"].is_string()) model_dir = saved["model"].get<std::string>();
+    }
+  }
   SWIFT_CHECK(!model_dir.empty(), UsageError, "swift export needs --model",
               "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
   fs::path output = flags.str("output_dir");
+  if (output.empty() && !adapters.empty()) output = fs::path(adapters.front()).lexically_normal().string() + "-merged";
   if (output.empty()) output = fs::path(model_dir).lexically_normal().string() + "-export";
   SWIFT_CHECK(flags.boolean("exist_ok") || !fs::exists(output), UsageError,
               "--output_dir " + output.string() + " already exists",
@@ -65,6 +84,10 @@ int run_export(const std::vector<std::string>& args) {
   save.max_shard_bytes = io::parse_byte_size(flags.str("max_shard_size"));
 
   auto model = model::load_model(model_dir, load);
+  for (const auto& dir : adapters) {
+    with_context("loading adapter " + dir, [&] { return tuners::load_adapter(model, dir); });
+    log_info("merged ", tuners::merge_lora(model), " LoRA layers from ", dir);
+  }
   log_info("model ", model_dir, ": ", model->config().model_type, " (", model::count_parameters(model),
            " parameters, ", dtype_name(model->dtype()), ")");
   model::save_model(model, output, save, model_dir);

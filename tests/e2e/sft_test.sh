@@ -57,6 +57,15 @@ test ! -e "$LRUN/checkpoint-3" && ok || bad "save_total_limit 1 kept checkpoint-
 grep -q '"eval_loss"' "$LRUN/logging.jsonl" && ok || bad "no eval_loss"
 run infer_adapter 0 "$SWIFT" infer --adapters "$LRUN/checkpoint-6" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/lora.jsonl" --max_new_tokens 4
 test "$(wc -l < "$TMP/lora.jsonl")" = 3 && ok || bad "adapter infer rows"
+# Merging the adapter into the weights gives the same greedy answers as base + adapter.
+run merge 0 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --merge_lora true --output_dir "$TMP/merged"
+run infer_merged 0 "$SWIFT" infer --model "$TMP/merged" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/merged.jsonl" --max_new_tokens 4
+"$PY" -c "
+import json,sys
+a=[json.loads(l)['response'] for l in open('$TMP/lora.jsonl')]
+b=[json.loads(l)['response'] for l in open('$TMP/merged.jsonl')]
+sys.exit(0 if a==b else 1)" && ok || bad "merged model answers differently from base + adapter"
+run merge_needs_flag 2 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --output_dir "$TMP/m2"
 
 # 3. pt on plain text, and a YAML config with old flag names (sft_type, batch_size).
 printf '{"text": "The quick brown fox jumps over the lazy dog."}\n{"text": "Pack my box with five dozen liquor jugs."}\n' > "$TMP/pt.jsonl"
