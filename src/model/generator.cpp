@@ -86,7 +86,8 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     std::vector<std::vector<int64_t>> seen_active;
     if (params.repetition_penalty != 1.0)
       for (size_t r : active) seen_active.push_back(seen[r]);
-    auto processed = logits.clone();
+    // The raw logits stay untouched for logprobs; copy only when the penalty will edit them in place.
+    auto processed = params.repetition_penalty != 1.0 ? logits.clone() : logits;
     apply_repetition_penalty(processed, seen_active, params.repetition_penalty);
     auto chosen = choose_tokens(filter_logits(processed, params), params, rng);
     std::vector<TokenLogprob> details;

@@ -164,9 +164,10 @@ Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
   }
 
   Session s{model::Generator(model), std::move(tok), std::move(chat), {}, 0, options.enable_thinking, true};
-  s.sampling = sampling_from(flags, io::load_generation_config(model_dir), static_cast<uint64_t>(flags.integer("seed")));
+  const auto generation_config = io::load_generation_config(model_dir);
+  s.sampling = sampling_from(flags, generation_config, static_cast<uint64_t>(flags.integer("seed")));
   s.sampling.stop_token_ids = s.chat->stop_token_ids();
-  for (const auto& id : io::load_generation_config(model_dir).eos_token_ids)
+  for (const auto& id : generation_config.eos_token_ids)
     if (std::find(s.sampling.stop_token_ids.begin(), s.sampling.stop_token_ids.end(), id) == s.sampling.stop_token_ids.end())
       s.sampling.stop_token_ids.push_back(id);
   for (const auto& word : flags.list("stop_words")) {

@@ -150,14 +150,8 @@ struct Job {
   int64_t pad_id = 0;
   std::optional<c10::ScalarType> autocast;  // full fine-tuning in bf16: compute dtype over fp32 weights
   std::optional<c10::ScalarType> save_dtype;  // how full checkpoints are stored (--torch_dtype)
+  uint64_t data_seed = 0;                     // --data_seed, else --seed
 };
-
-std::vector<torch::Tensor> trainable(model::CausalLM& m) {
-  std::vector<torch::Tensor> out;
-  for (auto& p : m->parameters())
-    if (p.requires_grad()) out.push_back(p);
-  return out;
-}
 
 // AdamW with weight decay on every trainable weight but biases and norm weights (as transformers' Trainer).
 std::unique_ptr<torch::optim::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr) {
@@ -348,7 +342,8 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   log_info("parameters: ", n_trainable, " trainable of ", n_total, " (", 100.0 * n_trainable / n_total, "%)");
 
   // Data.
-  const uint64_t data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
+  job.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
+  const uint64_t data_seed = job.data_seed;
   data::DatasetOptions data_options;
   data_options.builtin = {flags.list("model_name"), flags.list("model_author"), data_seed};
   data_options.columns = data::parse_columns(flags.str("columns"));
@@ -407,8 +402,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
   int64_t accumulation = flags.integer("gradient_accumulation_steps");
   if (accumulation <= 0) accumulation = std::max<int64_t>(1, (16 + batch_size - 1) / batch_size);  // as ms-swift
-  const uint64_t data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
-  train::BatchSampler sampler(job.train.size(), batch_size, data_seed);
+  train::BatchSampler sampler(job.train.size(), batch_size, job.data_seed);
   const int64_t steps_per_epoch = std::max<int64_t>(1, sampler.batches_per_epoch() / accumulation);
   int64_t total_steps = flags.integer("max_steps");
   if (total_steps <= 0) total_steps = std::max<int64_t>(1, std::llround(flags.number("num_train_epochs") * steps_per_epoch));
@@ -423,7 +417,8 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     schedule_options.min_lr_rate = flags.given("min_lr_rate") ? flags.number("min_lr_rate") : 0.1;
   const train::LrSchedule schedule(schedule_options);
   auto optimizer = make_optimizer(job.model, flags, lr);
-  const auto params = trainable(job.model);
+  std::vector<torch::Tensor> params;
+  for (auto& [name, tensor] : tuners::trainable_parameters(job.model)) params.push_back(tensor);
 
   // Run folder.
   fs::path output_dir = flags.str("output_dir");
