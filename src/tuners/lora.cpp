@@ -98,6 +98,14 @@ std::vector<std::pair<std::string, model::LinearImpl*>> select_targets(model::Ca
   return out;
 }
 
+// LibTorch has no unregister_parameter; Module::parameters_ is protected, which a derived class may name to form
+// a member pointer usable on any Module. Used to take DoRA's magnitude off a Linear when merging.
+struct ParameterEraser : torch::nn::Module {
+  static void erase(torch::nn::Module& module, const std::string& name) {
+    (module.*&ParameterEraser::parameters_).erase(name);
+  }
+};
+
 // [rows, cols] fp32 on CPU from `gen`.
 at::Tensor uniform(int64_t rows, int64_t cols, double bound, at::Generator& gen) {
   return at::empty({rows, cols}, at::kFloat).uniform_(-bound, bound, gen);
@@ -173,7 +181,14 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
       lora_a->eval();
       lora_b->eval();
     }
-    linear->adapter = std::make_shared<LoraLinear>(*linear, lora_a, lora_b, scaling, config.lora_dropout);
+    at::Tensor magnitude;  // DoRA starts at ||W + scaling * B A|| per row, so the adapted weight is unchanged at step 0
+    if (config.use_dora) {
+      at::NoGradGuard no_grad;
+      auto delta = at::matmul(lora_b->weight.to(at::kFloat), lora_a->weight.to(at::kFloat));  // [out, in]
+      magnitude = at::linalg_vector_norm(linear->weight.to(at::kFloat) + scaling * delta, 2, {1}).to(options);
+    }
+    linear->adapter =
+        std::make_shared<LoraLinear>(*linear, lora_a, lora_b, scaling, config.lora_dropout, magnitude);
     names.push_back(name);
   }
   return names;
@@ -183,7 +198,8 @@ io::NamedTensors adapter_state_dict(model::CausalLM& model, const LoraConfig& co
   io::NamedTensors out;
   for (const auto& item : model->named_parameters()) {
     const std::string& name = item.key();
-    if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos)
+    if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos ||
+        ends_with(name, ".lora_magnitude_vector"))
       out.emplace_back(kPeftPrefix + name, item.value().detach());
   }
   for (const auto& m : config.modules_to_save)
@@ -252,8 +268,17 @@ int64_t merge_lora(model::CausalLM& model) {
   for (const auto& [name, linear] : base_linears(model)) {
     auto lora = std::dynamic_pointer_cast<LoraLinear>(linear->adapter);
     if (!lora) continue;
-    auto delta = at::matmul(lora->lora_B->weight.to(at::kFloat), lora->lora_A->weight.to(at::kFloat));  // [out, in]
-    linear->weight.copy_(linear->weight.to(at::kFloat) + delta * lora->scaling);
+    // fp32 at least (bf16 rounding of the sum would be lossy); fp64 weights stay fp64.
+    const auto dtype = at::promote_types(linear->weight.scalar_type(), at::kFloat);
+    auto delta = at::matmul(lora->lora_B->weight.to(dtype), lora->lora_A->weight.to(dtype));  // [out, in]
+    auto merged_weight = linear->weight.to(dtype) + delta * lora->scaling;
+    if (lora->use_dora()) {
+      // DoRA as PEFT merges it: each row of W + s B A rescaled to its trained magnitude (the bias is untouched).
+      auto norm = at::linalg_vector_norm(merged_weight, 2, {1});  // [out]
+      merged_weight = (lora->magnitude.to(dtype) / norm).unsqueeze(1) * merged_weight;
+      ParameterEraser::erase(*linear, "lora_magnitude_vector");
+    }
+    linear->weight.copy_(merged_weight);
     linear->adapter.reset();
     linear->unregister_module("lora_A");
     linear->unregister_module("lora_B");

@@ -23,7 +23,6 @@ void validate(const LoraConfig& c) {
   if (!(c.lora_dropout >= 0 && c.lora_dropout < 1))
     problems.push_back("--lora_dropout must be in [0, 1), got " + std::to_string(c.lora_dropout));
   if (c.bias != "none") problems.push_back("--lora_bias '" + c.bias + "' is not supported yet (only \"none\")");
-  if (c.use_dora) problems.push_back("--use_dora is not implemented yet");
   if (!c.target_regex && c.target_modules.empty()) problems.push_back("--target_modules is empty");
   if (problems.empty()) return;
   std::string msg = "invalid LoRA configuration:";
@@ -159,7 +158,7 @@ LoraConfig parse_adapter_config(const json& j, const std::string& source) {
   }
   std::vector<std::string> unsupported;
   for (const char* key : {"rank_pattern", "alpha_pattern", "layers_to_transform", "layers_pattern", "exclude_modules",
-                          "fan_in_fan_out", "lora_bias", "use_dora", "layer_replication", "target_parameters",
+                          "fan_in_fan_out", "lora_bias", "layer_replication", "target_parameters",
                           "trainable_token_indices", "use_qalora", "alora_invocation_tokens"})
     if (!unset(j, key)) unsupported.push_back(std::string(key) + " = " + j.at(key).dump());
   if (c.bias != "none") unsupported.push_back("bias = \"" + c.bias + "\"");

@@ -1,4 +1,4 @@
-// The LoRA branch of one Linear (see lora_linear.h).
+// The LoRA branch of one Linear, plain or DoRA (see lora_linear.h).
 #include "swift/tuners/lora_linear.h"
 
 #include <ATen/ATen.h>
@@ -6,18 +6,43 @@
 namespace swift::tuners {
 
 LoraLinear::LoraLinear(model::LinearImpl& base, model::Linear a, model::Linear b, double scaling_in,
-                       double dropout_in)
+                       double dropout_in, const at::Tensor& magnitude_in)
     : lora_A(base.register_module("lora_A", std::move(a))),
       lora_B(base.register_module("lora_B", std::move(b))),
       scaling(scaling_in),
-      dropout(dropout_in) {}
+      dropout(dropout_in) {
+  if (magnitude_in.defined()) magnitude = base.register_parameter("lora_magnitude_vector", magnitude_in);
+}
+
+at::Tensor LoraLinear::weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const {
+  // The DoRA paper (section 4.3) and PEFT treat the norm as a constant in backward: no graph is recorded.
+  at::NoGradGuard no_grad;
+  auto delta = at::matmul(lora_B->weight, lora_A->weight).to(dtype);  // [out, in]
+  return at::linalg_vector_norm(base.weight.to(dtype) + scaling * delta, 2, {1});  // [out]
+}
 
 at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
   auto y = at::linear(x, base.weight, base.bias);  // [..., out]
   auto h = x.to(lora_A->weight.scalar_type());
-  if (dropout > 0 && base.is_training()) h = at::dropout(h, dropout, /*train=*/true);
-  auto delta = at::linear(at::linear(h, lora_A->weight), lora_B->weight) * scaling;  // [..., out]
-  return y + delta.to(y.scalar_type());
+  const bool dropped = dropout > 0 && base.is_training();
+  if (dropped) h = at::dropout(h, dropout, /*train=*/true);
+  if (!use_dora()) {
+    auto lora = at::linear(at::linear(h, lora_A->weight), lora_B->weight);  // [..., out]
+    // Same dtype (fp32, or under autocast): scale and add in one pass, into y. In place is safe: the base
+    // matmul does not keep its output for backward.
+    if (lora.scalar_type() == y.scalar_type()) return y.add_(lora, scaling);
+    return y + (lora * scaling).to(y.scalar_type());
+  }
+  auto lora = at::linear(at::linear(h, lora_A->weight), lora_B->weight);  // [..., out]
+  auto scale = magnitude / weight_norm(base, h.scalar_type());          // [out]
+  // x W^T, the part of the base output DoRA rescales. Without dropout it is the base output less its bias (PEFT
+  // reuses it rather than recomputing); with dropout PEFT recomputes it from the dropped input, in the branch's
+  // dtype, so the rescaled base term sees the same x' as the LoRA term while y keeps the full x.
+  at::Tensor xw;
+  if (dropped) xw = at::linear(h, base.weight.to(h.scalar_type()));
+  else xw = base.bias.defined() ? y - base.bias : y;
+  auto dora = (scale - 1) * xw + scale * lora * scaling;  // [..., out], promoted to the wider dtype
+  return (y + dora).to(y.scalar_type());
 }
 
 }  // namespace swift::tuners

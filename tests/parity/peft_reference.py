@@ -1,11 +1,13 @@
 """Reference for the LoRA parity tests (tests/tuners/lora_peft_test.cpp), built with PEFT and transformers (PyPI).
 
 make OUT_DIR      for each case: OUT_DIR/<case>/base (a tiny random transformers model), OUT_DIR/<case>/adapter
-                  (get_peft_model with non-zero B and a perturbed modules_to_save copy, saved by PEFT) and
-                  OUT_DIR/<case>/reference.safetensors (input_ids, PEFT's logits); OUT_DIR/manifest.json.
-check BASE ADAPTER LOGITS
+                  (get_peft_model with non-zero B, perturbed DoRA magnitudes and a perturbed modules_to_save copy,
+                  saved by PEFT) and OUT_DIR/<case>/reference.safetensors (input_ids, PEFT's logits, and
+                  "grad:<file key>" = the gradient of mean(logits^2) for each trainable adapter tensor, in eval
+                  mode); OUT_DIR/manifest.json.
+check BASE ADAPTER LOGITS [TOL]
                   loads ADAPTER (written by swift) on BASE with PeftModel.from_pretrained and compares PEFT's
-                  logits with LOGITS (input_ids, logits) at 1e-4; exit 1 on a mismatch.
+                  logits with LOGITS (input_ids, logits) at TOL (default 1e-4); exit 1 on a mismatch.
 Reference: PEFT's LoRA layers on transformers' eager attention, fp32 on CPU.
 """
 import json
@@ -27,7 +29,18 @@ CASES = {
     "qwen2_all_linear_rslora": ("Qwen2Config", {}, dict(r=8, lora_alpha=32, target_modules="all-linear", use_rslora=True)),
     "llama_regex_embed": ("LlamaConfig", dict(attention_bias=True), dict(r=2, lora_alpha=5, target_modules=r".*\.(k|o|up)_proj",
                                                                      modules_to_save=["embed_tokens"])),
+    # DoRA: a bias on the rescaled layers (PEFT subtracts it before rescaling), rsLoRA scaling, modules_to_save.
+    "llama_dora_bias": ("LlamaConfig", dict(attention_bias=True), dict(r=4, lora_alpha=8, use_dora=True,
+                                                                     target_modules=["q_proj", "o_proj", "down_proj"])),
+    "qwen2_dora_all_linear_rslora": ("Qwen2Config", {}, dict(r=8, lora_alpha=16, target_modules="all-linear",
+                                                            use_rslora=True, use_dora=True, modules_to_save=["lm_head"])),
 }
+
+
+def file_key(name):
+    """PEFT's in-memory parameter name -> its adapter_model.safetensors key (get_peft_model_state_dict's)."""
+    name = name.replace(".modules_to_save.default", "").replace(".default", "")
+    return name[: -len(".weight")] if name.endswith("lora_magnitude_vector.weight") else name
 
 
 def randomise(model, seed):
@@ -51,22 +64,30 @@ def make(out_dir):
         folder = os.path.join(out_dir, name)
         model.save_pretrained(os.path.join(folder, "base"), safe_serialization=True)
         config = peft.LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.1, init_lora_weights=False, **lora_kwargs)
+        torch.manual_seed(1000 + i)  # PEFT's own init draws from the global RNG; DoRA magnitudes start from it
         pm = peft.get_peft_model(model, config).eval()
         g = torch.Generator().manual_seed(3000 + i)
         with torch.no_grad():
             for pname, p in pm.named_parameters():
-                if "lora_" in pname:
-                    p.copy_(0.3 * torch.randn(p.shape, generator=g))
+                if "lora_magnitude_vector" in pname:  # away from ||W + sBA||, so DoRA differs from plain LoRA
+                    p.mul_(1 + 0.3 * torch.randn(p.shape, generator=g))
+                elif "lora_" in pname:
+                    # DoRA cases: B at a trained adapter's size (s B A ~ W), so the magnitudes' effect is not swamped
+                    # and fp32 rounding stays well under the 1e-5 they are held to.
+                    std = 0.03 if config.use_dora and "lora_B" in pname else 0.3
+                    p.copy_(std * torch.randn(p.shape, generator=g))
                 elif "modules_to_save" in pname:
                     p.add_(0.1 * torch.randn(p.shape, generator=g))
             logits = pm(input_ids=ids).logits
+        pm(input_ids=ids).logits.pow(2).mean().backward()
+        grads = {"grad:" + file_key(n): p.grad for n, p in pm.named_parameters() if p.requires_grad}
         pm.save_pretrained(os.path.join(folder, "adapter"))
-        save_file({"input_ids": ids, "logits": logits.contiguous()}, os.path.join(folder, "reference.safetensors"))
+        save_file({"input_ids": ids, "logits": logits.contiguous(), **grads}, os.path.join(folder, "reference.safetensors"))
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump({"peft": peft.__version__, "transformers": transformers.__version__, "cases": list(CASES)}, f)
 
 
-def check(base, adapter, logits_path):
+def check(base, adapter, logits_path, tol="1e-4"):
     peft.LoraConfig.from_pretrained(adapter)  # PEFT parses swift's adapter_config.json
     ref = load_file(logits_path)
     model = transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, attn_implementation="eager")
@@ -75,11 +96,13 @@ def check(base, adapter, logits_path):
         logits = pm(input_ids=ref["input_ids"]).logits
     diff = (logits - ref["logits"]).abs().max().item()
     print(f"  PEFT loads swift's adapter {adapter}: max abs diff {diff:.2e}")
-    return 0 if diff <= 1e-4 else 1
+    if peft.LoraConfig.from_pretrained(adapter).use_dora:  # PEFT really built DoRA layers from swift's file
+        assert any("lora_magnitude_vector" in n for n, _ in pm.named_parameters()), "PEFT ignored use_dora"
+    return 0 if diff <= float(tol) else 1
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "make":
         make(sys.argv[2])
     else:
-        sys.exit(check(*sys.argv[2:5]))
+        sys.exit(check(*sys.argv[2:6]))

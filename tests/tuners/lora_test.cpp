@@ -1,15 +1,18 @@
 // LoRA invariants on tiny random models: B = 0 is the base model (exact), save -> load is bit-exact, merged
 // equals unmerged (fp32, 1e-5), frozen base parameters get no gradients, target selection, rsLoRA scaling,
-// adapter_config.json round trip. Parity with PEFT itself is in lora_peft_test.cpp.
+// adapter_config.json round trip; the same for DoRA plus its layer formula (eval and dropout) and its gradients
+// against a hand-written reference. Parity with PEFT itself is in lora_peft_test.cpp.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "swift/core/error.h"
 #include "swift/io/hf_config.h"
@@ -147,10 +150,6 @@ TEST(Lora, TargetSelection) {
   save_head.modules_to_save = {"lm_head"};
   EXPECT_NE(error_of([&] { tuners::apply_lora(m5, save_head, 1); }).find("'lm_head' matches no module"),
             std::string::npos);
-  auto dora = random_lora();
-  dora.use_dora = true;
-  EXPECT_NE(error_of([&] { tuners::apply_lora(m5, dora, 1); }).find("--use_dora is not implemented yet"),
-            std::string::npos);
 }
 
 TEST(Lora, ScalingAndRsLora) {
@@ -243,12 +242,12 @@ TEST(Lora, LoadReportsMissingAndUnexpectedKeys) {
               std::string::npos) << e.message();
     EXPECT_NE(e.message().find("unexpected (1): base_model.model.stray.weight"), std::string::npos) << e.message();
   }
-  j["use_dora"] = true;
+  j["lora_bias"] = true;
   j["rank_pattern"] = {{"q_proj", 8}};
   io::write_json_file(tmp / "adapter" / "adapter_config.json", j);
   auto fresh2 = test::random_model(test::tiny_config("llama"), 8);
   const auto msg = error_of([&] { tuners::load_adapter(fresh2, tmp / "adapter"); });
-  EXPECT_NE(msg.find("use_dora = true"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lora_bias = true"), std::string::npos) << msg;
   EXPECT_NE(msg.find("rank_pattern"), std::string::npos) << msg;
   EXPECT_NE(error_of([&] { tuners::load_adapter(fresh2, tmp / "nowhere"); }).find("no adapter_config.json"),
             std::string::npos);
@@ -331,4 +330,232 @@ TEST(LoraConfig, AdapterConfigRoundTripAndValidation) {
   not_lora["peft_type"] = "IA3";
   EXPECT_NE(error_of([&] { tuners::parse_adapter_config(not_lora, "x.json"); }).find("peft_type is 'IA3'"),
             std::string::npos);
+}
+
+// ---- DoRA ----
+
+namespace {
+
+LoraConfig random_dora(std::vector<std::string> targets = {"all-linear"}) {
+  auto c = random_lora(std::move(targets));
+  c.use_dora = true;
+  return c;
+}
+
+// A trained adapter's size (delta ~10% of W, magnitudes moved off ||W + sBA|| by up to ~30%), so DoRA differs
+// from plain LoRA and fp32 rounding stays far below the tolerances.
+void perturb_dora(model::CausalLM& m, uint64_t seed) {
+  torch::NoGradGuard no_grad;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  for (auto& [name, p] : tuners::trainable_parameters(m)) {
+    if (name.find("lora_B") != std::string::npos) p.mul_(0.05);
+    if (name.find("lora_magnitude_vector") != std::string::npos)
+      p.mul_(1 + 0.3 * at::rand(p.sizes(), gen, at::kFloat).sub(0.5).mul(2).to(p.options()));
+  }
+}
+
+// q_proj of layer 0 (it has a bias in qwen2).
+model::LinearImpl& q_proj(model::CausalLM& m) {
+  return *m->model->layers[0]->as<model::DecoderLayerImpl>()->self_attn->q_proj;
+}
+
+}  // namespace
+
+TEST(Dora, StartsAsTheBaseModelAndAsPlainLora) {
+  for (const std::string family : {"llama", "qwen2"}) {
+    SCOPED_TRACE(family);
+    auto m = test::random_model(test::tiny_config(family), 1);
+    const auto before = logits(m);
+    LoraConfig c;  // default init: B = 0, magnitude = ||W||, so the scale is exactly 1
+    c.use_dora = true;
+    tuners::apply_lora(m, c, 7);
+    EXPECT_TRUE(at::equal(before, logits(m)));
+
+    // Non-zero B: the magnitude starts at ||W + sBA|| per row, so DoRA starts equal to plain LoRA.
+    auto dora = test::random_model(test::tiny_config(family), 1);
+    auto lora = test::random_model(test::tiny_config(family), 1);
+    tuners::apply_lora(dora, random_dora(), 3);
+    tuners::apply_lora(lora, random_lora(), 3);
+    auto& layer = q_proj(dora);
+    auto adapter = std::dynamic_pointer_cast<tuners::LoraLinear>(layer.adapter);
+    ASSERT_TRUE(adapter && adapter->use_dora());
+    const auto w = layer.weight + adapter->scaling * adapter->lora_B->weight.matmul(adapter->lora_A->weight);
+    EXPECT_TRUE(at::allclose(adapter->magnitude, at::linalg_vector_norm(w, 2, {1}), 1e-6, 1e-6));
+    EXPECT_EQ(adapter->magnitude.sizes(), (std::vector<int64_t>{layer.weight.size(0)}));
+    const double diff = (logits(dora) - logits(lora)).abs().max().item<double>();
+    EXPECT_LE(diff, 1e-5);
+    EXPECT_GT((logits(lora) - before).abs().max().item<double>(), 1e-2);  // and that is not the base model
+  }
+}
+
+TEST(Dora, TrainableParametersAndGradients) {
+  auto m = test::random_model(test::tiny_config("qwen2"), 2);
+  auto c = random_dora({"q_proj", "down_proj"});
+  c.modules_to_save = {"lm_head"};
+  tuners::apply_lora(m, c, 3);
+  perturb_dora(m, 4);
+  std::set<std::string> trainable;
+  for (const auto& [name, t] : tuners::trainable_parameters(m)) trainable.insert(name);
+  std::set<std::string> expected = {"lm_head.weight"};
+  for (const std::string layer : {"0", "1"})
+    for (const std::string mod : {"self_attn.q_proj", "mlp.down_proj"})
+      for (const std::string p : {"lora_A.weight", "lora_B.weight", "lora_magnitude_vector"})
+        expected.insert("model.layers." + layer + "." + mod + "." + p);
+  EXPECT_EQ(trainable, expected);
+
+  m->train();
+  model::ForwardArgs args;
+  args.input_ids = at::arange(0, 16, at::kLong).view({2, 8});
+  m->forward(args).pow(2).mean().backward();
+  for (const auto& item : m->named_parameters()) {
+    if (trainable.count(item.key())) {
+      ASSERT_TRUE(item.value().grad().defined()) << item.key();
+      EXPECT_GT(item.value().grad().abs().sum().item<double>(), 0) << item.key();
+    } else {
+      EXPECT_FALSE(item.value().requires_grad()) << item.key();
+      EXPECT_FALSE(item.value().grad().defined()) << item.key();
+    }
+  }
+}
+
+// The layer against the formula written out by hand (PEFT's DoRA): y = x W^T + b + (m/n - 1) x' W^T +
+// (m/n) s B A x' with n = ||W + s B A|| per row treated as a constant, x' = x in eval and dropout(x) in training
+// (the base term y keeps the full x). Gradients of A, B and m too, where the detached norm matters.
+TEST(Dora, LayerFormulaDropoutAndGradients) {
+  auto m = test::random_model(test::tiny_config("qwen2"), 3);
+  auto c = random_dora({"q_proj"});
+  c.lora_dropout = 0.3;
+  tuners::apply_lora(m, c, 5);
+  perturb_dora(m, 6);
+  auto& layer = q_proj(m);
+  ASSERT_TRUE(layer.bias.defined());
+  auto adapter = std::dynamic_pointer_cast<tuners::LoraLinear>(layer.adapter);
+  const double s = adapter->scaling;
+  auto x = at::randn({2, 5, 64});
+
+  auto reference = [&](const at::Tensor& a, const at::Tensor& b, const at::Tensor& mag, const at::Tensor& xd) {
+    const auto norm = at::linalg_vector_norm(layer.weight + s * b.matmul(a), 2, {1}).detach();
+    const auto scale = mag / norm;
+    return at::linear(x, layer.weight, layer.bias) + (scale - 1) * at::linear(xd, layer.weight) +
+           scale * at::linear(at::linear(xd, a), b) * s;
+  };
+  for (const bool training : {false, true}) {
+    SCOPED_TRACE(training ? "train" : "eval");
+    training ? m->train() : m->eval();
+    at::manual_seed(99);  // the layer's one dropout call draws the same mask as the one below
+    const auto got = layer.forward(x);
+    at::manual_seed(99);
+    const auto xd = training ? at::dropout(x, 0.3, true) : x;
+    EXPECT_EQ(at::equal(xd, x), !training);
+    auto a = adapter->lora_A->weight.detach().clone().requires_grad_(true);
+    auto b = adapter->lora_B->weight.detach().clone().requires_grad_(true);
+    auto mag = adapter->magnitude.detach().clone().requires_grad_(true);
+    const auto want = reference(a, b, mag, xd);
+    const double diff = (got - want).abs().max().item<double>();
+    std::printf("  DoRA layer (%s) vs formula: max abs diff %.2e\n", training ? "train, dropout 0.3" : "eval", diff);
+    EXPECT_LE(diff, 1e-5);
+
+    const auto w = at::randn(got.sizes());  // d loss / d y
+    for (auto p : {adapter->lora_A->weight, adapter->lora_B->weight, adapter->magnitude})
+      p.mutable_grad() = at::Tensor();
+    (got * w).sum().backward();
+    (want * w).sum().backward();
+    EXPECT_TRUE(at::allclose(adapter->lora_A->weight.grad(), a.grad(), 1e-4, 1e-5));
+    EXPECT_TRUE(at::allclose(adapter->lora_B->weight.grad(), b.grad(), 1e-4, 1e-5));
+    EXPECT_TRUE(at::allclose(adapter->magnitude.grad(), mag.grad(), 1e-4, 1e-5));
+  }
+}
+
+TEST(Dora, SaveLoadIsBitExact) {
+  test::TempDir tmp("swift-dora");
+  auto m = test::random_model(test::tiny_config("qwen2"), 7);
+  auto c = random_dora();
+  c.modules_to_save = {"lm_head"};
+  tuners::apply_lora(m, c, 11);
+  perturb_dora(m, 12);
+  const auto want = logits(m);
+  tuners::save_adapter(m, c, tmp / "adapter");
+
+  auto file = io::SafetensorsFile::open(tmp / "adapter" / "adapter_model.safetensors");
+  EXPECT_TRUE(file->contains("base_model.model.model.layers.0.self_attn.q_proj.lora_magnitude_vector"));  // PEFT's key
+  EXPECT_EQ(file->get("base_model.model.model.layers.1.mlp.down_proj.lora_magnitude_vector").sizes(),
+            (std::vector<int64_t>{64}));
+  EXPECT_EQ(file->entries().size(), 14u * 3 + 1);
+  const auto j = io::read_json_file(tmp / "adapter" / "adapter_config.json");
+  EXPECT_EQ(j.at("use_dora"), true);
+  EXPECT_TRUE(tuners::parse_adapter_config(j, "test").use_dora);
+
+  auto fresh = test::random_model(test::tiny_config("qwen2"), 7);
+  EXPECT_TRUE(tuners::load_adapter(fresh, tmp / "adapter").use_dora);
+  EXPECT_TRUE(at::equal(want, logits(fresh)));
+  auto a = m->named_parameters(), b = fresh->named_parameters();
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& item : a) {
+    EXPECT_TRUE(at::equal(item.value(), b[item.key()])) << item.key();
+    EXPECT_EQ(item.value().requires_grad(), b[item.key()].requires_grad()) << item.key();
+  }
+
+  // A DoRA file read as plain LoRA (use_dora dropped from the config) names the magnitudes it cannot place.
+  auto plain = j;
+  plain["use_dora"] = false;
+  io::write_json_file(tmp / "adapter" / "adapter_config.json", plain);
+  auto fresh2 = test::random_model(test::tiny_config("qwen2"), 7);
+  const auto msg = error_of([&] { tuners::load_adapter(fresh2, tmp / "adapter"); });
+  EXPECT_NE(msg.find("unexpected (14): base_model.model.model.layers.0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("lora_magnitude_vector"), std::string::npos) << msg;
+}
+
+TEST(Dora, MergedEqualsUnmerged) {
+  {
+    // fp64, layer by layer: the merged weight is the DoRA layer's function up to rounding (~1e-15), biases included.
+    auto m = test::random_model(test::tiny_config("qwen2"), 9, at::kDouble);
+    tuners::apply_lora(m, random_dora(), 13);
+    perturb_dora(m, 14);
+    torch::NoGradGuard no_grad;
+    std::vector<std::tuple<model::LinearImpl*, at::Tensor, at::Tensor>> cases;  // layer, x, unmerged output
+    for (const auto& item : m->named_modules("", false)) {
+      auto* linear = item.value()->as<model::LinearImpl>();
+      if (!linear || !linear->adapter) continue;
+      auto x = at::randn({4, linear->weight.size(1)}, at::kDouble);
+      cases.emplace_back(linear, x, linear->forward(x));
+    }
+    ASSERT_EQ(tuners::merge_lora(m), 14);
+    double worst = 0;
+    for (const auto& [linear, x, want] : cases)
+      worst = std::max(worst, (linear->forward(x) - want).abs().max().item<double>());
+    std::printf("  DoRA merged vs unmerged layers (fp64): max abs diff %.2e\n", worst);
+    EXPECT_LE(worst, 1e-12);
+  }
+  auto m = test::random_model(test::tiny_config("qwen2"), 9);  // q/k/v biases: merging must leave them alone
+  auto c = random_dora();
+  c.use_rslora = true;
+  tuners::apply_lora(m, c, 13);
+  perturb_dora(m, 14);
+  const auto unmerged = logits(m);
+  EXPECT_EQ(tuners::merge_lora(m), 14);
+  EXPECT_TRUE(tuners::lora_modules(m).empty());
+  for (const auto& item : m->named_parameters()) EXPECT_EQ(item.key().find("lora_"), std::string::npos) << item.key();
+  const double diff = (logits(m) - unmerged).abs().max().item<double>();
+  std::printf("  DoRA merged vs unmerged (fp32 logits): max abs diff %.2e, max |logit| %.2f\n", diff,
+              unmerged.abs().max().item<double>());
+  // fp32 rounding through two layers; the magnitudes scale rows by up to 1.3 where plain LoRA's test sees 6e-6.
+  EXPECT_LE(diff, 3e-5);
+  auto base = test::random_model(test::tiny_config("qwen2"), 9);
+  EXPECT_GT((unmerged - logits(base)).abs().max().item<double>(), 1e-2);  // the adapter mattered
+}
+
+TEST(Dora, Bf16BaseWithFp32Branch) {
+  auto m = test::random_model(test::tiny_config("llama"), 10, at::kBFloat16);
+  auto c = random_dora({"v_proj"});
+  c.lora_dtype = at::kFloat;  // what swift sft does
+  tuners::apply_lora(m, c, 1);
+  auto params = m->named_parameters();
+  const auto mag = params["model.layers.0.self_attn.v_proj.lora_magnitude_vector"];
+  EXPECT_EQ(mag.scalar_type(), at::kFloat);
+  EXPECT_TRUE(mag.requires_grad());
+  torch::NoGradGuard no_grad;
+  auto& v = *m->model->layers[0]->as<model::DecoderLayerImpl>()->self_attn->v_proj;
+  const auto y = v.forward(at::randn({3, 64}).to(at::kBFloat16));
+  EXPECT_EQ(y.scalar_type(), at::kBFloat16);  // cast back to the base output's dtype
+  EXPECT_TRUE(at::isfinite(logits(m)).all().item<bool>());
 }

@@ -38,7 +38,9 @@ struct LoraConfig {
   // --modules_to_save: modules trained in full and saved with the adapter (embed_tokens, lm_head).
   std::vector<std::string> modules_to_save;
   bool use_rslora = false;  // --use_rslora: scaling alpha/sqrt(r) instead of alpha/r. Default: false.
-  bool use_dora = false;    // --use_dora: not implemented yet (UsageError).
+  // --use_dora: DoRA (weight-decomposed LoRA, PEFT's use_dora): a trainable magnitude per output feature
+  // (lora_magnitude_vector) rescales each row of W + scaling * B A. Default: false.
+  bool use_dora = false;
   LoraInit init_weights = LoraInit::kDefault;  // --init_weights. Default: true.
   // --lora_dtype: dtype of lora_A/lora_B. Default: the base weights' dtype.
   std::optional<c10::ScalarType> lora_dtype;
@@ -50,20 +52,22 @@ struct LoraConfig {
   double scaling() const;
 };
 
-// Checks values (r > 0, dropout in [0, 1), bias "none", no DoRA yet); a UsageError lists every problem.
+// Checks values (r > 0, dropout in [0, 1), bias "none"); a UsageError lists every problem.
 void validate(const LoraConfig& config);
 
 // adapter_config.json as PEFT writes it (PEFT 0.21's field set, sorted keys). `wrapped` (the names
 // apply_lora returned) expands "all-linear" into the sorted module suffixes it selected, as ms-swift writes it.
 nlohmann::json to_adapter_config_json(const LoraConfig& config, const std::vector<std::string>& wrapped = {});
 // Parses a PEFT adapter_config.json; `source` names the file in errors. Features swift does not implement
-// (DoRA, rank/alpha patterns, layers_to_transform, LoRA bias, ...) are UsageErrors naming the field.
+// (rank/alpha patterns, layers_to_transform, LoRA bias, ...) are UsageErrors naming the field.
 LoraConfig parse_adapter_config(const nlohmann::json& j, const std::string& source);
 
 // Attaches LoRA to every model::Linear that config selects, freezes every base parameter
 // (requires_grad false) and makes modules_to_save trainable. LoRA weights are initialised per
 // config.init_weights from a CPU generator seeded with `seed` (same values on any device). In-memory names
-// are "<module>.lora_A.weight" / "<module>.lora_B.weight". Returns the wrapped module names in model order.
+// are "<module>.lora_A.weight" / "<module>.lora_B.weight", and with DoRA "<module>.lora_magnitude_vector" (in the
+// LoRA dtype, initialised to ||W + scaling * B A|| per output row, trainable). Returns the wrapped module names
+// in model order.
 // A target or module_to_save that matches nothing is a UsageError naming it and listing the model's
 // Linear layers; a model that already carries LoRA is a UsageError.
 std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& config, uint64_t seed = 42);
@@ -71,7 +75,8 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
 // Names of the modules that carry LoRA now (in model order).
 std::vector<std::string> lora_modules(model::CausalLM& model);
 
-// The adapter's tensors under PEFT's file keys: "base_model.model.<module>.lora_A.weight", ... and
+// The adapter's tensors under PEFT's file keys: "base_model.model.<module>.lora_A.weight", ...,
+// "base_model.model.<module>.lora_magnitude_vector" with DoRA, and
 // "base_model.model.<module>.<param>" for modules_to_save.
 io::NamedTensors adapter_state_dict(model::CausalLM& model, const LoraConfig& config);
 
@@ -85,8 +90,9 @@ void save_adapter(model::CausalLM& model, const LoraConfig& config, const std::f
 LoraConfig load_adapter(model::CausalLM& model, const std::filesystem::path& dir,
                         std::optional<c10::ScalarType> lora_dtype = std::nullopt);
 
-// Folds W += scaling * B @ A into every wrapped Linear (computed in fp32) and removes the LoRA branches, so the
-// model saves as a plain Hugging Face model. Returns how many layers were merged.
+// Folds W += scaling * B @ A into every wrapped Linear (computed in fp32, fp64 for fp64 weights) and removes the
+// LoRA branches, so the model saves as a plain Hugging Face model. DoRA layers become
+// magnitude / ||W + s B A|| * (W + s B A), row by row (PEFT's merge). Returns how many layers were merged.
 int64_t merge_lora(model::CausalLM& model);
 
 // Parameters with requires_grad (the optimizer's list), with their in-memory names.
