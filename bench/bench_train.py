@@ -2,7 +2,7 @@
 on a small (hidden 256, 8 layers) and a larger (hidden 768, 12 layers) Qwen3-architecture model with random
 weights, on the same local model folders, the same local jsonl data and the same command line.
 
-    .venv/bin/python bench/bench_train.py [--threads 2] [--rounds 2] [--steps 10] [--big_steps 6]
+    .venv/bin/python bench/bench_train.py [--threads 2] [--rounds 2] [--steps 10] [--big_steps 6] [--sizes 25m,100m]
 
 ms-swift must be importable from this Python (`pip install ms-swift`; its `sft` needs a few more packages than
 a --no-deps install brings: aiohttp addict attrdict binpacking dacite einops simplejson sortedcontainers
@@ -15,6 +15,9 @@ Measured alike for both tools, from the logging.jsonl each writes in its run fol
                checked against ms-swift's own dataset statistics) / step time; padding is not counted
   peak MB    = maximum resident set size of the whole process (GNU time -v), start-up and data included
 Rounds alternate the tools so machine noise hits both; the best round of each counts.
+
+--tools adds "swift-jemalloc-defaults": the same swift binary with MALLOC_CONF restoring jemalloc's own decay and
+oversize settings, which measures what the binary's built-in allocator settings (apps/swift/jemalloc_config.cpp) buy.
 
 Not the same work by default: ms-swift's trainer (use_logits_to_keep) runs the LM head only from the first label
 position of the batch on; swift computes every position. --ms_extra "--use_logits_to_keep false" equalises it.
@@ -37,9 +40,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKENIZER_DIR = os.path.join(ROOT, "configs", "models", "qwen3-tiny")
-SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads)
-    "small": (256, 8, 1024, 4, 2),
-    "big": (768, 12, 2048, 12, 4),
+SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads); the tied 151936-token embedding dominates
+    "25m": (128, 6, 512, 2, 1),      # 21M parameters
+    "small": (256, 8, 1024, 4, 2),   # 47M
+    "100m": (512, 8, 1536, 8, 2),    # 102M
+    "big": (768, 12, 2048, 12, 4),   # 192M
 }
 
 
@@ -99,18 +104,23 @@ def read_log(run_root):
     return t1, (sn * tn - s1 * t1) / (sn - s1), sn, mean_len
 
 
+JEMALLOC_DEFAULTS = "dirty_decay_ms:10000,muzzy_decay_ms:0,oversize_threshold:8388608"
+
+
 def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=()):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", MODELSCOPE_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if tool == "swift-jemalloc-defaults":
+        env["MALLOC_CONF"] = JEMALLOC_DEFAULTS
     args = ["sft", "--model", model, "--template", "qwen3", "--tuner_type", train_type, "--dataset", data,
             "--max_steps", str(steps), "--output_dir", out] + common
-    if tool == "swift":
+    if tool.startswith("swift"):
         cmd = [os.path.join(ROOT, "build", "bin", "swift")] + args
     else:  # ms-swift: the same flags, plus what it needs to pick the model type and stay on one process
         cmd = [os.path.join(os.path.dirname(sys.executable), "swift")] + args + [
             "--model_type", "qwen3", "--use_hf", "true", "--dataloader_num_workers", "0", "--dataset_num_proc", "1"] + list(ms_extra)
     for attempt in range(5):  # the swift binary may briefly be missing or busy while others rebuild it
-        if tool != "swift" or os.access(cmd[0], os.X_OK):
+        if not tool.startswith("swift") or os.access(cmd[0], os.X_OK):
             try:
                 p = subprocess.run(["/usr/bin/time", "-v"] + cmd, env=env, capture_output=True, text=True)
             except OSError:
@@ -134,11 +144,13 @@ def main():
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10, help="optimizer steps for the small model")
-    ap.add_argument("--big_steps", type=int, default=6, help="optimizer steps for the big model")
+    ap.add_argument("--big_steps", type=int, default=6, help="optimizer steps for the 100m and big models")
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--rows", type=int, default=400)
-    ap.add_argument("--sizes", default="small,big")
+    ap.add_argument("--sizes", default="25m,100m", help=f"comma list of {', '.join(SIZES)}")
     ap.add_argument("--types", default="full,lora")
+    ap.add_argument("--tools", default="swift,ms-swift",
+                    help="comma list of swift, ms-swift, swift-jemalloc-defaults (ratios are against ms-swift)")
     ap.add_argument("--ms_extra", default="", help="extra flags for ms-swift only, e.g. '--use_logits_to_keep false' "
                     "(ms-swift's default computes the LM head only from the first label position on; swift on all)")
     args = ap.parse_args()
@@ -163,9 +175,10 @@ def main():
             models[size] = (folder,) + make_model(folder, *SIZES[size])
         for r in range(args.rounds):
             for size in args.sizes.split(","):
-                steps = args.steps if size == "small" else args.big_steps
+                steps = args.steps if size in ("25m", "small") else args.big_steps
                 for train_type in args.types.split(","):
-                    order = ("swift", "ms-swift") if r % 2 == 0 else ("ms-swift", "swift")
+                    tools = args.tools.split(",")
+                    order = tools if r % 2 == 0 else tools[::-1]
                     for tool in order:
                         out = os.path.join(tmp, f"out-{tool}-{size}-{train_type}-{r}")
                         res = run_tool(tool, models[size][0], train_type, steps, data, out, args.threads, common,
@@ -185,17 +198,24 @@ def main():
         _, n, n_body = models[size]
         print(f"{size}: hidden {SIZES[size][0]}, {SIZES[size][1]} layers: {n / 1e6:.1f}M params "
               f"({n_body / 1e6:.1f}M without the tied 151936-token embedding), "
-              f"{args.steps if size == 'small' else args.big_steps} steps")
+              f"{args.steps if size in ('25m', 'small') else args.big_steps} steps")
     print(f"{'model':<7}{'type':<6}{'swift tok/s':>13}{'ms-swift tok/s':>16}{'ratio':>8}"
           f"{'swift MB':>10}{'ms-swift MB':>13}{'ratio':>8}")
     for size in args.sizes.split(","):
         for train_type in args.types.split(","):
-            s, m = results[(size, train_type, "swift")], results[(size, train_type, "ms-swift")]
-            st = args.batch * mean_len / min(x["step_s"] for x in s)
-            mt = args.batch * mean_len / min(x["step_s"] for x in m)
-            sm, mm = min(x["peak_mb"] for x in s), min(x["peak_mb"] for x in m)
-            print(f"{size:<7}{train_type:<6}{st:>13.1f}{mt:>16.1f}{st / mt:>7.2f}x{sm:>10.0f}{mm:>13.0f}"
-                  f"{sm / mm:>7.2f}x")
+            m = results.get((size, train_type, "ms-swift"))
+            for tool in [t for t in args.tools.split(",") if t != "ms-swift"]:
+                s = results[(size, train_type, tool)]
+                st = args.batch * mean_len / min(x["step_s"] for x in s)
+                sm = min(x["peak_mb"] for x in s)
+                label = train_type if tool == "swift" else f"{train_type} ({tool})"
+                if m is None:
+                    print(f"{size:<7}{label:<6}{st:>13.1f}{'-':>16}{'-':>8}{sm:>10.0f}{'-':>13}{'-':>8}")
+                    continue
+                mt = args.batch * mean_len / min(x["step_s"] for x in m)
+                mm = min(x["peak_mb"] for x in m)
+                print(f"{size:<7}{label:<6}{st:>13.1f}{mt:>16.1f}{st / mt:>7.2f}x{sm:>10.0f}{mm:>13.0f}"
+                      f"{sm / mm:>7.2f}x")
     print("ratios: swift / ms-swift (tokens/s: higher is better for swift; memory: lower is better for swift)")
     print("commands (last round):")
     for key in sorted(results):

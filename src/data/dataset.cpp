@@ -315,8 +315,6 @@ std::map<std::string, std::string> parse_columns(const std::string& text) {
   return out;
 }
 
-namespace {
-// The files a spec names: the file itself, or a folder's supported files in name order.
 std::vector<fs::path> dataset_files(const fs::path& path) {
   if (!fs::is_directory(path)) return {path};
   std::vector<fs::path> files;
@@ -340,7 +338,6 @@ json rename_columns(json row, const std::map<std::string, std::string>& columns)
   }
   return row;
 }
-}  // namespace
 
 std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t seed, const std::string& flag,
                                 const DatasetOptions& options) {

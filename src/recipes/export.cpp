@@ -1,7 +1,8 @@
 // swift export: read a model folder (or initialise one from config.json with --init_strategy), optionally cast
 // it, and write it as a Hugging Face folder (config.json, safetensors sharded at --max_shard_size, and the
 // tokenizer/generation files copied along). --adapters with --merge_lora true folds a LoRA adapter into the
-// weights first. Quantisation comes with its own issue.
+// weights first. --to_cached_dataset true tokenises a dataset instead (cached_dataset.cpp). Quantisation comes
+// with its own issue.
 #include <ATen/Parallel.h>
 
 #include <filesystem>
@@ -41,6 +42,22 @@ std::vector<cli::FlagSpec> export_flags() {
       {"adapters", FlagType::kList, "", "a LoRA adapter folder to merge (its args.json supplies --model when not given)",
        {"ckpt_dir"}},
       {"merge_lora", FlagType::kBool, "false", "fold --adapters into the weights and write a plain model folder"},
+      {"to_cached_dataset", FlagType::kBool, "false",
+       "tokenise --dataset once into --output_dir/train (and val/) for swift sft --cached_dataset"},
+      {"dataset", FlagType::kList, "", "--to_cached_dataset: training data (as swift sft)"},
+      {"val_dataset", FlagType::kList, "", "--to_cached_dataset: validation data, written to val/"},
+      {"split_dataset_ratio", FlagType::kFloat, "0", "--to_cached_dataset: hold out this fraction of --dataset into val/"},
+      {"columns", FlagType::kString, "", "--to_cached_dataset: rename columns first, as JSON"},
+      {"model_name", FlagType::kList, "", "--to_cached_dataset with swift/self-cognition: the model's name"},
+      {"model_author", FlagType::kList, "", "--to_cached_dataset with swift/self-cognition: the author"},
+      {"template", FlagType::kString, "", "--to_cached_dataset: chat template (default: as swift sft chooses)"},
+      {"system", FlagType::kString, "", "--to_cached_dataset: system prompt replacing the template's default"},
+      {"use_chat_template", FlagType::kBool, "true", "--to_cached_dataset: false encodes plain text (as swift pt)"},
+      {"loss_scale", FlagType::kString, "default", "--to_cached_dataset: which tokens carry loss: default, last_round, all"},
+      {"max_length", FlagType::kInt, "0", "--to_cached_dataset: tokens per sample at most (0: max_position_embeddings)"},
+      {"truncation_strategy", FlagType::kString, "delete", "--to_cached_dataset: longer samples: delete, left or right"},
+      {"dataset_num_proc", FlagType::kInt, "1", "--to_cached_dataset: threads that tokenise"},
+      {"data_seed", FlagType::kInt, "", "--to_cached_dataset: seed for #N sampling and the split (default: --seed)"},
   };
   for (auto& f : cli::common_flags()) flags.push_back(f);
   for (auto& f : flags)
@@ -51,6 +68,7 @@ std::vector<cli::FlagSpec> export_flags() {
 int run_export(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("export", export_flags(), args);
   const auto setup = apply_common_flags(flags);
+  if (flags.boolean("to_cached_dataset")) return export_cached_dataset(flags);
   const auto adapters = flags.list("adapters");
   SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder", "merge one adapter at a time");
   SWIFT_CHECK(adapters.empty() || flags.boolean("merge_lora"), UsageError,

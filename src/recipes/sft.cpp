@@ -4,7 +4,6 @@
 #include <ATen/ATen.h>
 #include <ATen/autocast_mode.h>
 #include <torch/nn/utils/clip_grad.h>
-#include <torch/optim/adamw.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -32,12 +31,20 @@
 #include "swift/template/template.h"
 #include "swift/template/template_meta.h"
 #include "swift/tokenizer/tokenizer.h"
+#include "swift/train/adamw.h"
+#include "swift/train/grad_scaler.h"
 #include "swift/train/loss.h"
 #include "swift/train/loss_plot.h"
 #include "swift/train/tensorboard_writer.h"
 #include "swift/train/lr_schedule.h"
 #include "swift/train/run_dir.h"
 #include "swift/train/sft_data.h"
+#include "swift/train/dataset_cache.h"
+#include "swift/train/lazy_data.h"
+#include "swift/train/streaming_data.h"
+#include "swift/train/train_data.h"
+#include "swift/recipes/train_rows.h"
+#include "swift/data/row_stream.h"
 #include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
@@ -69,6 +76,11 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
       {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)"},
       {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
+      {"lazy_tokenize", FlagType::kBool, "false", "encode each row when its batch is drawn instead of all up front"},
+      {"streaming", FlagType::kBool, "false", "read --dataset row by row while training (.jsonl line by line; needs --max_steps)"},
+      {"shuffle_buffer_size", FlagType::kInt, "1000", "--streaming: rows held for shuffling (1: file order)"},
+      {"cached_dataset", FlagType::kList, "", "tokenised training data from swift export --to_cached_dataset true (DIR or DIR/train)"},
+      {"cached_val_dataset", FlagType::kList, "", "tokenised validation data from such an export (DIR or DIR/val)"},
       {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
       {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
       {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size"}},
@@ -92,6 +104,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"target_regex", FlagType::kString, "", "regex over module names (instead of --target_modules)"},
       {"modules_to_save", FlagType::kList, "", "modules trained in full next to LoRA (embed_tokens, lm_head)"},
       {"use_rslora", FlagType::kBool, "false", "rank-stabilised scaling alpha / sqrt(r)"},
+      {"use_dora", FlagType::kBool, "false", "DoRA: a trainable magnitude per output feature rescales W + scaling * B A (PEFT's use_dora)", {}},
       {"init_weights", FlagType::kString, "true", "LoRA init: true (B = 0), gaussian, false"},
       {"output_dir", FlagType::kString, "", "run folder root (default: output/<model name>)"},
       {"add_version", FlagType::kBool, "true", "put the run in <output_dir>/v<N>-<time>/"},
@@ -136,6 +149,20 @@ class AutocastScope {
   c10::ScalarType previous_dtype_ = c10::kBFloat16;
 };
 
+// The model inputs of a training batch. Rows are right-padded, so causal attention alone already keeps every
+// real token from seeing a pad (pads come after it); the padding mask is left out, which lets attention run
+// its fused causal kernel instead of a masked one. Pad positions compute garbage that no label reads.
+// Packed rows keep their segment ids and restarting positions.
+model::ForwardArgs forward_args(const train::Batch& b, c10::Device device) {
+  model::ForwardArgs fa;
+  fa.input_ids = b.input_ids.to(device);
+  if (b.segment_ids.defined()) {
+    fa.position_ids = b.position_ids.to(device);
+    fa.segment_ids = b.segment_ids.to(device);
+  }
+  return fa;
+}
+
 // What the loop needs, built once.
 struct Job {
   bool pretrain = false;
@@ -146,38 +173,31 @@ struct Job {
   std::unique_ptr<templates::Template> chat;
   std::string template_name;
   tuners::LoraConfig lora_config;
-  std::vector<train::Example> train, val;
+  std::unique_ptr<train::TrainData> train;  // where the loop draws micro-batches from
+  std::vector<train::Example> val;
   int64_t pad_id = 0;
   std::optional<c10::ScalarType> autocast;  // full fine-tuning in bf16: compute dtype over fp32 weights
   std::optional<c10::ScalarType> save_dtype;  // how full checkpoints are stored (--torch_dtype)
+  std::optional<train::GradScaler> scaler;    // float16: dynamic loss scaling
   uint64_t data_seed = 0;                     // --data_seed, else --seed
 };
 
 // AdamW with weight decay on every trainable weight but biases and norm weights (as transformers' Trainer).
-std::unique_ptr<torch::optim::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr) {
-  std::vector<torch::Tensor> decay, no_decay;
+std::unique_ptr<train::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr) {
+  train::AdamWGroup decay{{}, f.number("weight_decay")}, no_decay{{}, 0.0};
   for (auto& item : m->named_parameters()) {
     if (!item.value().requires_grad()) continue;
     const std::string& n = item.key();
     const bool exempt = n.find("norm") != std::string::npos || (n.size() > 5 && n.compare(n.size() - 5, 5, ".bias") == 0);
-    (exempt ? no_decay : decay).push_back(item.value());
+    (exempt ? no_decay : decay).params.emplace_back(n, item.value());
   }
-  auto options = [&](double wd) {
-    return std::make_unique<torch::optim::AdamWOptions>(torch::optim::AdamWOptions(lr)
-                                                            .betas({f.number("adam_beta1"), f.number("adam_beta2")})
-                                                            .eps(f.number("adam_epsilon"))
-                                                            .weight_decay(wd));
-  };
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  if (!decay.empty()) groups.emplace_back(decay, options(f.number("weight_decay")));
-  if (!no_decay.empty()) groups.emplace_back(no_decay, options(0.0));
-  SWIFT_CHECK(!groups.empty(), UsageError, "nothing to train: no parameter requires a gradient",
-              "check --train_type and --target_modules");
-  return std::make_unique<torch::optim::AdamW>(groups, *options(f.number("weight_decay")));
-}
-
-void set_lr(torch::optim::AdamW& opt, double lr) {
-  for (auto& group : opt.param_groups()) static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
+  SWIFT_CHECK(!decay.params.empty() || !no_decay.params.empty(), UsageError,
+              "nothing to train: no parameter requires a gradient", "check --train_type and --target_modules");
+  auto optimizer = std::make_unique<train::AdamW>(
+      std::vector<train::AdamWGroup>{decay, no_decay},
+      train::AdamWHyper{f.number("adam_beta1"), f.number("adam_beta2"), f.number("adam_epsilon")});
+  optimizer->set_lr(lr);
+  return optimizer;
 }
 
 struct EvalResult {
@@ -212,8 +232,8 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
   return {tokens ? loss / tokens : 0.0, tokens ? static_cast<double>(correct) / tokens : 0.0};
 }
 
-void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const torch::optim::AdamW& optimizer,
-                     const train::BatchSampler& sampler, std::deque<fs::path>& saved) {
+void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const train::AdamW& optimizer,
+                     const train::TrainData& data, std::deque<fs::path>& saved) {
   const fs::path dir = job.run_dir / ("checkpoint-" + std::to_string(step));
   AtomicDir out(dir);  // a crash mid-save never leaves a checkpoint that looks complete
   if (job.lora) {
@@ -228,7 +248,7 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const torc
   args["model"] = fs::absolute(job.model_dir).string();
   io::write_json_file(out.path() / "args.json", args);
   if (!flags.boolean("save_only_model")) {
-    torch::save(optimizer, (out.path() / "optimizer.pt").string());
+    optimizer.save(out.path() / "optimizer.safetensors");
     // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
     at::Generator generator = at::detail::getDefaultCPUGenerator();
     at::Tensor rng_state;
@@ -237,8 +257,14 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const torc
       rng_state = generator.get_state();
     }
     torch::save(rng_state, (out.path() / "rng_state.pt").string());
-    io::write_json_file(out.path() / "trainer_state.json",
-                        {{"global_step", step}, {"epoch", sampler.epoch()}, {"data_position", sampler.position()}});
+    const json data_state = data.state();  // "epoch"/"data_position" stay for readers of older checkpoints
+    json state = {{"global_step", step}, {"epoch", data.epoch()}, {"data_position", data_state.value("position", uint64_t{0})},
+                  {"data_state", data_state}};
+    if (job.scaler) {
+      state["loss_scale"] = job.scaler->current_scale();
+      state["loss_scale_growth_tracker"] = job.scaler->growth_tracker().item<int>();
+    }
+    io::write_json_file(out.path() / "trainer_state.json", state);
   }
   out.commit();
   saved.push_back(dir);
@@ -260,7 +286,8 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   SWIFT_CHECK(train_type == "full" || train_type == "lora", UsageError,
               "--train_type " + train_type + " is not available", "use full or lora (qlora comes with quantisation)");
   job.lora = train_type == "lora";
-  SWIFT_CHECK(!flags.list("dataset").empty(), UsageError, "swift " + flags.command() + " needs --dataset",
+  SWIFT_CHECK(!flags.list("dataset").empty() || !flags.list("cached_dataset").empty(), UsageError,
+              "swift " + flags.command() + " needs --dataset",
               "e.g. --dataset data.jsonl or --dataset swift/self-cognition --model_name Tiny --model_author Me");
 
   model::LoadOptions load;
@@ -270,14 +297,13 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   // Full fine-tuning keeps fp32 master weights: --torch_dtype bfloat16 then means bf16 compute (autocast) and
   // bf16 checkpoints. LoRA keeps the frozen base in --torch_dtype and the adapter in fp32.
   const auto dtype = parse_dtype(flags.str("torch_dtype"));
-  SWIFT_CHECK(job.lora || !dtype || *dtype != c10::kHalf, UsageError,
-              "full fine-tuning in float16 needs loss scaling, which swift does not do yet",
-              "use --torch_dtype bfloat16 (same speed class, no scaling needed) or float32");
   load.dtype = job.lora ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
-  if (!job.lora && dtype && *dtype == c10::kBFloat16) {
-    job.autocast = c10::kBFloat16;
-    job.save_dtype = c10::kBFloat16;
+  if (!job.lora && dtype && (*dtype == c10::kBFloat16 || *dtype == c10::kHalf)) {
+    job.autocast = *dtype;
+    job.save_dtype = *dtype;
   }
+  // float16's narrow range underflows small gradients: scale the loss (full and LoRA over an fp16 base).
+  if (dtype && *dtype == c10::kHalf) job.scaler.emplace(train::GradScalerOptions{}, load.device);
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty()) {
     SWIFT_CHECK(fs::is_directory(resume), DataError, "--resume_from_checkpoint " + resume.string() + " is not a folder",
@@ -317,6 +343,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
     if (!flags.str("target_regex").empty()) job.lora_config.target_regex = flags.str("target_regex");
     job.lora_config.modules_to_save = flags.list("modules_to_save");
     job.lora_config.use_rslora = flags.boolean("use_rslora");
+    job.lora_config.use_dora = flags.boolean("use_dora");
     const std::string init = flags.str("init_weights");
     SWIFT_CHECK(init == "true" || init == "gaussian" || init == "false", UsageError,
                 "--init_weights " + init + " is not supported", "use true (B = 0), gaussian or false");
@@ -327,11 +354,12 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
     job.lora_config.lora_dtype = c10::kFloat;  // trainable weights stay fp32 whatever the base (as PEFT's autocast)
     if (resume.empty()) {
       const auto wrapped = tuners::apply_lora(job.model, job.lora_config, static_cast<uint64_t>(flags.integer("seed")));
-      log_info("LoRA r=", job.lora_config.r, " alpha=", job.lora_config.lora_alpha, " on ", wrapped.size(), " modules");
+      log_info(job.lora_config.use_dora ? "DoRA" : "LoRA", " r=", job.lora_config.r, " alpha=", job.lora_config.lora_alpha,
+               " on ", wrapped.size(), " modules");
     } else {  // the checkpoint's adapter, config and weights
       job.lora_config = tuners::load_adapter(job.model, resume, c10::kFloat);
       job.lora_config.lora_dtype = c10::kFloat;
-      log_info("LoRA from ", resume.string(), ": r=", job.lora_config.r, " on ", tuners::lora_modules(job.model).size(), " modules");
+      log_info(job.lora_config.use_dora ? "DoRA" : "LoRA", " from ", resume.string(), ": r=", job.lora_config.r, " on ", tuners::lora_modules(job.model).size(), " modules");
     }
   }
   int64_t n_trainable = 0, n_total = 0;
@@ -341,49 +369,122 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   }
   log_info("parameters: ", n_trainable, " trainable of ", n_total, " (", 100.0 * n_trainable / n_total, "%)");
 
-  // Data.
+  // Data: rows encoded up front (in memory), read from --cached_dataset, encoded as drawn (--lazy_tokenize),
+  // or streamed (--streaming). Validation data is always encoded up front.
   job.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
   const uint64_t data_seed = job.data_seed;
-  data::DatasetOptions data_options;
-  data_options.builtin = {flags.list("model_name"), flags.list("model_author"), data_seed};
-  data_options.columns = data::parse_columns(flags.str("columns"));
-  auto rows = data::load_datasets(flags.list("dataset"), data_seed, "--dataset", data_options);
-  std::vector<json> val_rows;
-  if (!flags.list("val_dataset").empty()) val_rows = data::load_datasets(flags.list("val_dataset"), data_seed, "--val_dataset", data_options);
-  const double split = flags.number("split_dataset_ratio");
-  SWIFT_CHECK(split >= 0 && split < 1, UsageError, "--split_dataset_ratio must be in [0, 1)", "e.g. 0.05");
-  if (split > 0) {
-    std::mt19937_64 rng(data_seed);
-    std::shuffle(rows.begin(), rows.end(), rng);
-    const size_t n_val = std::max<size_t>(1, static_cast<size_t>(std::llround(split * rows.size())));
-    SWIFT_CHECK(n_val < rows.size(), DataError, "--split_dataset_ratio leaves no training rows", "lower it");
-    val_rows.insert(val_rows.end(), rows.end() - static_cast<long>(n_val), rows.end());
-    rows.resize(rows.size() - n_val);
-  }
   int64_t max_length = flags.integer("max_length");
   if (max_length <= 0) max_length = job.model->config().max_position_embeddings;
   const auto truncation = train::parse_truncation(flags.str("truncation_strategy"));
-  train::EncodeReport report;
   const int num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
-  job.train = train::encode_rows(rows, *job.chat, max_length, truncation, report, "--dataset", num_proc);
-  log_info("train data: ", report.summary());
+  const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
+  const bool lazy = flags.boolean("lazy_tokenize"), streaming = flags.boolean("streaming");
+  const auto cached = flags.list("cached_dataset"), cached_val = flags.list("cached_val_dataset");
+  SWIFT_CHECK(!(lazy && streaming), UsageError, "--lazy_tokenize and --streaming do not go together (as ms-swift)",
+              "--streaming already encodes rows as they are drawn: drop --lazy_tokenize");
+  SWIFT_CHECK(!flags.boolean("packing") || (!lazy && !streaming), UsageError,
+              std::string("--packing needs every sample encoded up front, so not --") + (lazy ? "lazy_tokenize" : "streaming"),
+              "drop --packing, or encode up front (--lazy_tokenize false --streaming false)");
+  SWIFT_CHECK(cached.empty() || (!lazy && !streaming), UsageError,
+              std::string("--cached_dataset is already tokenised; --") + (lazy ? "lazy_tokenize" : "streaming") + " does not apply",
+              "drop --lazy_tokenize/--streaming, or train from --dataset");
+  SWIFT_CHECK(!streaming || flags.integer("max_steps") > 0, UsageError, "--streaming needs --max_steps",
+              "a stream's length is not known in advance: give e.g. --max_steps 1000");
+
+  std::vector<json> rows, val_rows;
+  if (streaming) {
+    if (flags.number("split_dataset_ratio") > 0)
+      log_info("--streaming: --split_dataset_ratio is ignored (as ms-swift); give --val_dataset for validation");
+    if (!flags.list("val_dataset").empty())
+      val_rows = data::load_datasets(flags.list("val_dataset"), data_seed, "--val_dataset", recipes::dataset_options(flags, data_seed));
+  } else {
+    auto loaded = load_train_rows(flags, data_seed);
+    rows = std::move(loaded.train);
+    val_rows = std::move(loaded.val);
+  }
+
+  // A cache made with another tokenizer, template, --loss_scale or --system would train on wrong tokens.
+  train::CacheInfo expected;
+  expected.template_name = job.template_name;
+  expected.loss_scale = flags.str("loss_scale");
+  if (flags.given("system")) expected.system = flags.str("system");
+  if (!cached.empty() || !cached_val.empty()) expected.tokenizer_fingerprint = train::tokenizer_fingerprint(*job.tokenizer);
+  auto read_cached = [&](const std::vector<std::string>& dirs, const std::string& split, const std::string& flag) {
+    std::vector<train::Example> out;
+    for (const auto& dir : dirs) {
+      auto cache = train::read_dataset_cache(dir, split, flag);
+      train::check_cache_fits(cache, expected, flag);
+      size_t too_long = 0;
+      for (auto& e : cache.examples) {
+        if (static_cast<int64_t>(e.input_ids.size()) > max_length) {
+          ++too_long;  // as ms-swift, a cache encoded with a larger --max_length is filtered
+          continue;
+        }
+        out.push_back(std::move(e));
+      }
+      log_info(flag, " ", cache.dir.string(), ": ", cache.examples.size() - too_long, " examples",
+               too_long ? " (" + std::to_string(too_long) + " longer than --max_length left out)" : std::string(),
+               "; encoded from ", cache.info.encode_report);
+    }
+    return out;
+  };
+
   if (!val_rows.empty()) {
     train::EncodeReport val_report;
     job.val = train::encode_rows(val_rows, *job.chat, max_length, truncation, val_report, "--val_dataset", num_proc);
     log_info("validation data: ", val_report.summary());
   }
-  if (flags.boolean("packing")) {
-    int64_t packing_length = flags.integer("packing_length");
-    if (packing_length <= 0) packing_length = max_length;
-    const size_t samples = job.train.size();
-    job.train = train::pack_examples(job.train, packing_length);
-    log_info("packing: packed ", samples, " samples into ", job.train.size(), " rows of at most ", packing_length,
-             " tokens");
-    if (!job.val.empty()) {
-      const size_t val_samples = job.val.size();
-      job.val = train::pack_examples(job.val, packing_length);
-      log_info("packing: packed ", val_samples, " validation samples into ", job.val.size(), " rows");
+  if (!cached_val.empty()) {
+    auto more = read_cached(cached_val, "val", "--cached_val_dataset");
+    job.val.insert(job.val.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+
+  if (streaming) {
+    train::StreamingOptions options;
+    options.max_length = max_length;
+    options.truncation = truncation;
+    options.batch_size = batch_size;
+    options.seed = data_seed;
+    options.shuffle_buffer_size = flags.integer("shuffle_buffer_size");
+    auto stream = std::make_unique<data::RowStream>(flags.list("dataset"), recipes::dataset_options(flags, data_seed), "--dataset");
+    job.train = std::make_unique<train::StreamingData>(std::move(stream), *job.chat, options);
+    log_info("train data: streamed from --dataset (shuffle buffer ", std::max<int64_t>(1, options.shuffle_buffer_size),
+             " rows), encoded as drawn");
+  } else if (lazy) {
+    SWIFT_CHECK(!rows.empty(), DataError, "--dataset has no rows", "check the files");
+    log_info("train data: ", rows.size(), " rows, encoded as their batch is drawn (--lazy_tokenize)");
+    job.train = std::make_unique<train::LazyData>(std::move(rows), *job.chat, max_length, truncation, batch_size, data_seed);
+  } else {
+    std::vector<train::Example> examples;
+    if (!rows.empty()) {
+      train::EncodeReport report;
+      examples = train::encode_rows(rows, *job.chat, max_length, truncation, report, "--dataset", num_proc);
+      log_info("train data: ", report.summary());
     }
+    if (!cached.empty()) {
+      auto more = read_cached(cached, "train", "--cached_dataset");
+      if (flags.list("dataset").empty()) {  // --split_dataset_ratio then holds out cached examples
+        auto held_out = split_off_validation(more, flags.number("split_dataset_ratio"), data_seed);
+        if (!held_out.empty()) log_info("--split_dataset_ratio: ", held_out.size(), " cached examples held out for validation");
+        job.val.insert(job.val.end(), std::make_move_iterator(held_out.begin()), std::make_move_iterator(held_out.end()));
+      }
+      examples.insert(examples.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    }
+    SWIFT_CHECK(!examples.empty(), DataError, "no training example is left", "check --dataset / --cached_dataset and --max_length");
+    if (flags.boolean("packing")) {
+      int64_t packing_length = flags.integer("packing_length");
+      if (packing_length <= 0) packing_length = max_length;
+      const size_t samples = examples.size();
+      examples = train::pack_examples(examples, packing_length);
+      log_info("packing: packed ", samples, " samples into ", examples.size(), " rows of at most ", packing_length,
+               " tokens");
+      if (!job.val.empty()) {
+        const size_t val_samples = job.val.size();
+        job.val = train::pack_examples(job.val, packing_length);
+        log_info("packing: packed ", val_samples, " validation samples into ", job.val.size(), " rows");
+      }
+    }
+    job.train = std::make_unique<train::InMemoryData>(std::move(examples), batch_size, data_seed);
   }
   return job;
 }
@@ -402,8 +503,11 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
   int64_t accumulation = flags.integer("gradient_accumulation_steps");
   if (accumulation <= 0) accumulation = std::max<int64_t>(1, (16 + batch_size - 1) / batch_size);  // as ms-swift
-  train::BatchSampler sampler(job.train.size(), batch_size, job.data_seed);
-  const int64_t steps_per_epoch = std::max<int64_t>(1, sampler.batches_per_epoch() / accumulation);
+  train::TrainData& data = *job.train;
+  // A stream has no known length: as transformers with an iterable dataset, an epoch is then --max_steps.
+  const auto batches_per_epoch = data.batches_per_epoch();
+  const int64_t steps_per_epoch =
+      std::max<int64_t>(1, batches_per_epoch ? *batches_per_epoch / accumulation : flags.integer("max_steps"));
   int64_t total_steps = flags.integer("max_steps");
   if (total_steps <= 0) total_steps = std::max<int64_t>(1, std::llround(flags.number("num_train_epochs") * steps_per_epoch));
   const double lr = flags.given("learning_rate") ? flags.number("learning_rate") : (job.lora ? 1e-4 : 1e-5);
@@ -439,7 +543,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty() && !flags.boolean("resume_only_model")) {
     const fs::path state_path = resume / "trainer_state.json";
-    SWIFT_CHECK(fs::exists(state_path) && fs::exists(resume / "optimizer.pt"), DataError,
+    SWIFT_CHECK(fs::exists(state_path) && fs::exists(resume / "optimizer.safetensors"), DataError,
                 resume.string() + " has no trainer state (saved with --save_only_model?)",
                 "pass --resume_only_model true to start from its weights at step 0");
     const json state = io::read_json_file(state_path);
@@ -447,7 +551,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     SWIFT_CHECK(start_step < total_steps, UsageError,
                 "the checkpoint is at step " + std::to_string(start_step) + " of " + std::to_string(total_steps),
                 "raise --max_steps / --num_train_epochs to train further");
-    torch::load(*optimizer, (resume / "optimizer.pt").string());
+    optimizer->load(resume / "optimizer.safetensors");
+    if (job.scaler && state.contains("loss_scale"))
+      job.scaler->restore(at::tensor(state.at("loss_scale").get<double>(), at::kFloat),
+                          at::tensor(state.at("loss_scale_growth_tracker").get<int>(), at::kInt));
     if (fs::exists(resume / "rng_state.pt")) {
       at::Tensor rng;
       torch::load(rng, (resume / "rng_state.pt").string());
@@ -455,8 +562,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       std::lock_guard<std::mutex> lock(generator.mutex());
       generator.set_state(rng);
     }
-    if (!flags.boolean("ignore_data_skip"))
-      sampler.set_position(state.at("epoch").get<int64_t>(), state.at("data_position").get<size_t>());
+    if (!flags.boolean("ignore_data_skip")) data.restore(train::data_state_of(state));
     log_info("resumed from ", resume.string(), " at step ", start_step);
   }
 
@@ -476,35 +582,33 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     std::vector<train::Batch> micro;
     int64_t step_tokens = 0;
     for (int64_t k = 0; k < accumulation; ++k) {
-      std::vector<const train::Example*> items;
-      for (size_t i : sampler.next()) items.push_back(&job.train[i]);
+      const std::vector<const train::Example*> items = data.next_micro_batch();
       micro.push_back(train::collate(items, job.pad_id));
       step_tokens += micro.back().label_tokens;
     }
     for (auto& b : micro) {
-      model::ForwardArgs fa;
-      fa.input_ids = b.input_ids.to(job.model->device());
-      fa.attention_mask = b.attention_mask.to(job.model->device());
-      if (b.segment_ids.defined()) {
-        fa.position_ids = b.position_ids.to(job.model->device());
-        fa.segment_ids = b.segment_ids.to(job.model->device());
-      }
+      const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
       {
         AutocastScope autocast(job.model->device().type(), job.autocast);
         sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
                                                       [&](const at::Tensor& h) { return job.model->logits(h); });
       }
-      (sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1))).backward();
+      auto loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1));
+      (job.scaler ? job.scaler->scale(loss) : loss).backward();
       window_loss += sums.loss_sum.item<double>();
       window_tokens += sums.tokens;
       window_correct += sums.correct;
     }
+    // fp16: gradients back to their true size before clipping; an overflow skips the update (as the Trainer),
+    // the schedule moves on and the scale backs off.
+    const bool overflow = job.scaler && job.scaler->unscale(params);
     const double grad_norm = max_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, max_grad_norm)
                                                : torch::nn::utils::clip_grad_norm_(params, 1e30);
-    set_lr(*optimizer, schedule.lr(step));
-    optimizer->step();
+    optimizer->set_lr(schedule.lr(step));
+    if (!overflow) optimizer->step();
     optimizer->zero_grad();
+    if (job.scaler) job.scaler->update();
     window_grad_norm += grad_norm;
     ++window_steps;
     progress.advance();
@@ -546,11 +650,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       eval_curve.steps.push_back(static_cast<double>(done));
       eval_curve.values.push_back(e.loss);
     }
-    if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, sampler, saved);
+    if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
   }
   progress.finish();
   train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
   if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});
+  if (const auto dropped = data.report(); !dropped.empty()) log_info(dropped);
   log_info("last checkpoint: ", saved.empty() ? std::string("none") : saved.back().string());
   return 0;
 }

@@ -38,41 +38,51 @@ bool has_loss(const std::vector<int64_t>& labels) {
 }
 }  // namespace
 
+RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
+                   Example& example, const std::string& where) {
+  auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages"))); });
+  Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}};
+  RowFate fate = RowFate::kKept;
+  if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
+    const auto n = static_cast<size_t>(max_length);
+    if (truncation == Truncation::kDelete) return RowFate::kTooLong;
+    fate = RowFate::kTruncated;
+    if (truncation == Truncation::kRight) {
+      e.input_ids.resize(n);
+      e.labels.resize(n);
+    } else {
+      e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
+      e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
+    }
+  }
+  if (!has_loss(e.labels)) return RowFate::kNoLoss;
+  example = std::move(e);
+  return fate;
+}
+
+void count_fate(EncodeReport& report, RowFate fate) {
+  ++report.rows;
+  switch (fate) {
+    case RowFate::kTooLong: ++report.deleted_too_long; return;
+    case RowFate::kNoLoss: ++report.deleted_no_loss; return;
+    case RowFate::kTruncated: ++report.truncated; break;
+    case RowFate::kKept: break;
+  }
+  ++report.kept;
+}
+
 std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const templates::Template& chat,
                                  int64_t max_length, Truncation truncation, EncodeReport& report,
                                  const std::string& what, int num_threads) {
   // Rows are encoded in contiguous chunks, one per thread (the tokenizer and template are thread-safe); the
   // results, the report and the first error (by row order) are the same whatever the thread count.
-  enum class Fate { kKept, kTruncated, kTooLong, kNoLoss };
   std::vector<Example> encoded(rows.size());
-  std::vector<Fate> fate(rows.size(), Fate::kKept);
+  std::vector<RowFate> fate(rows.size(), RowFate::kKept);
   std::vector<std::exception_ptr> errors(rows.size());
   auto work = [&](size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       try {
-        const std::string where = what + " row " + std::to_string(i + 1);
-        auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(rows[i].at("messages"))); });
-        Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}};
-        if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
-          const auto n = static_cast<size_t>(max_length);
-          if (truncation == Truncation::kDelete) {
-            fate[i] = Fate::kTooLong;
-            continue;
-          }
-          fate[i] = Fate::kTruncated;
-          if (truncation == Truncation::kRight) {
-            e.input_ids.resize(n);
-            e.labels.resize(n);
-          } else {
-            e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
-            e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
-          }
-        }
-        if (!has_loss(e.labels)) {
-          fate[i] = Fate::kNoLoss;
-          continue;
-        }
-        encoded[i] = std::move(e);
+        fate[i] = encode_row(rows[i], chat, max_length, truncation, encoded[i], what + " row " + std::to_string(i + 1));
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -88,17 +98,10 @@ std::vector<Example> encode_rows(const std::vector<nlohmann::json>& rows, const 
     if (e) std::rethrow_exception(e);
 
   std::vector<Example> out;
-  report.rows += rows.size();
   for (size_t i = 0; i < rows.size(); ++i) {
-    switch (fate[i]) {
-      case Fate::kTooLong: ++report.deleted_too_long; continue;
-      case Fate::kNoLoss: ++report.deleted_no_loss; continue;
-      case Fate::kTruncated: ++report.truncated; break;
-      case Fate::kKept: break;
-    }
-    out.push_back(std::move(encoded[i]));
+    count_fate(report, fate[i]);
+    if (fate[i] == RowFate::kKept || fate[i] == RowFate::kTruncated) out.push_back(std::move(encoded[i]));
   }
-  report.kept += out.size();
   SWIFT_CHECK(!out.empty() || rows.empty(), DataError, what + ": no row is left to train on (" + report.summary() + ")",
               "raise --max_length, use --truncation_strategy left|right, or check the rows have assistant replies");
   return out;

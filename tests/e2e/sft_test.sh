@@ -26,7 +26,7 @@ run sft_full 0 "$SWIFT" sft --model "$ROOT/configs/models/qwen3-tiny" --init_str
   --logging_steps 25 --save_steps 150 --output_dir "$TMP/full"
 RUN="$(ls -d "$TMP"/full/v0-*)"
 for f in args.json logging.jsonl images/train_loss.png checkpoint-150/config.json checkpoint-150/model.safetensors \
-         checkpoint-150/tokenizer.json checkpoint-150/args.json checkpoint-150/optimizer.pt checkpoint-150/trainer_state.json; do
+         checkpoint-150/tokenizer.json checkpoint-150/args.json checkpoint-150/optimizer.safetensors checkpoint-150/trainer_state.json; do
   test -s "$RUN/$f" && ok || bad "run folder lacks $f"
 done
 ls "$RUN"/runs/events.out.tfevents.* >/dev/null 2>&1 && ok || bad "no TensorBoard events"
@@ -67,6 +67,21 @@ b=[json.loads(l)['response'] for l in open('$TMP/merged.jsonl')]
 sys.exit(0 if a==b else 1)" && ok || bad "merged model answers differently from base + adapter"
 run merge_needs_flag 2 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --output_dir "$TMP/m2"
 
+# 2b. DoRA through the binary: a PEFT DoRA adapter (use_dora, magnitude vectors) that infer and merge use alike.
+run dora 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora --use_dora true --dataset swift/self-cognition#16 \
+  --model_name Tiny --model_author Tests --max_steps 3 --per_device_train_batch_size 2 --lora_rank 4 --learning_rate 1e-2 \
+  --save_steps 3 --output_dir "$TMP/dora" --add_version false
+grep -q '"use_dora": true' "$TMP/dora/checkpoint-3/adapter_config.json" && ok || bad "dora adapter_config lacks use_dora"
+grep -q 'lora_magnitude_vector' "$TMP/dora/checkpoint-3/adapter_model.safetensors" && ok || bad "dora adapter has no magnitudes"
+run infer_dora 0 "$SWIFT" infer --adapters "$TMP/dora/checkpoint-3" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/dora.jsonl" --max_new_tokens 4
+run merge_dora 0 "$SWIFT" export --adapters "$TMP/dora/checkpoint-3" --merge_lora true --output_dir "$TMP/dora-merged"
+run infer_dora_merged 0 "$SWIFT" infer --model "$TMP/dora-merged" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/dora-merged.jsonl" --max_new_tokens 4
+"$PY" -c "
+import json,sys
+a=[json.loads(l)['response'] for l in open('$TMP/dora.jsonl')]
+b=[json.loads(l)['response'] for l in open('$TMP/dora-merged.jsonl')]
+sys.exit(0 if a==b and len(a)==3 else 1)" && ok || bad "merged DoRA model answers differently from base + DoRA adapter"
+
 # 3. pt on plain text, and a YAML config with old flag names (sft_type, batch_size).
 printf '{"text": "The quick brown fox jumps over the lazy dog."}\n{"text": "Pack my box with five dozen liquor jugs."}\n' > "$TMP/pt.jsonl"
 run pt 0 "$SWIFT" pt --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --max_steps 2 --output_dir "$TMP/pt" --add_version false
@@ -94,12 +109,42 @@ Y
 run yaml 0 "$SWIFT" sft "$TMP/run.yaml" --max_grad_norm 0.5
 grep -q '"target_modules": \[' "$(ls -d "$TMP"/yaml/v0-*)/checkpoint-2/adapter_config.json" && ok || bad "yaml adapter config"
 
-# bf16 compute over fp32 master weights (full): trains, stores bf16 checkpoints; fp16 is refused with a hint.
+# bf16 compute over fp32 master weights (full): trains, stores bf16 checkpoints; fp16 likewise, with loss scaling.
 run bf16 0 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 2 \
   --torch_dtype bfloat16 --per_device_train_batch_size 2 --output_dir "$TMP/bf16" --add_version false
 grep -q '"torch_dtype": "bfloat16"' "$TMP/bf16/checkpoint-2/config.json" && ok || bad "bf16 checkpoint dtype"
 "$PY" -c "import json,math,sys; r=[json.loads(l) for l in open('$TMP/bf16/logging.jsonl')]; sys.exit(0 if all(math.isfinite(x['loss']) for x in r) else 1)" && ok || bad "bf16 loss not finite"
-run fp16 2 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 1 --torch_dtype float16 --output_dir "$TMP/fp16"
+run fp16 0 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 2 --save_steps 1 \
+  --torch_dtype float16 --per_device_train_batch_size 2 --output_dir "$TMP/fp16" --add_version false
+grep -q '"torch_dtype": "float16"' "$TMP/fp16/checkpoint-2/config.json" && ok || bad "fp16 checkpoint dtype"
+grep -q '"loss_scale": 65536' "$TMP/fp16/checkpoint-1/trainer_state.json" && ok || bad "fp16 loss scale not saved"
+"$PY" -c "import json,math,sys; r=[json.loads(l) for l in open('$TMP/fp16/logging.jsonl')]; sys.exit(0 if all(math.isfinite(x['loss']) and math.isfinite(x['grad_norm']) for x in r) else 1)" && ok || bad "fp16 loss not finite"
+run fp16_resume 0 "$SWIFT" sft --model "$TMP/untrained" --train_type full --dataset swift/arithmetic#16 --max_steps 2 \
+  --torch_dtype float16 --per_device_train_batch_size 2 --output_dir "$TMP/fp16r" --add_version false \
+  --resume_from_checkpoint "$TMP/fp16/checkpoint-1"
+
+# 3b. The arithmetic task is learned: after training, greedy answers to its questions are exactly right (the
+#     check runs on answers, not on the loss). A small-vocabulary model (Mistral's tokenizer, hidden 128, 4 layers) learns 32
+#     questions in ~20 s.
+cp -r "$ROOT/configs/models/mistral-tiny" "$TMP/m128"
+"$PY" - "$TMP/m128/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(hidden_size=128, num_hidden_layers=4, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2, head_dim=32)
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+run arithmetic 0 "$SWIFT" sft --model "$TMP/m128" --init_strategy normal --train_type full --dataset swift/arithmetic#32 \
+  --max_steps 200 --per_device_train_batch_size 8 --gradient_accumulation_steps 1 --learning_rate 3e-3 \
+  --gradient_checkpointing false --logging_steps 50 --save_steps 200 --output_dir "$TMP/arith" --add_version false
+run arithmetic_infer 0 "$SWIFT" infer --model "$TMP/arith/checkpoint-200" --val_dataset swift/arithmetic#32 \
+  --result_path "$TMP/arith.jsonl" --max_new_tokens 8
+"$PY" - "$TMP/arith.jsonl" <<'P' && ok || bad "arithmetic not learned"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+right = sum(r["response"].strip() == r["labels"].strip() for r in rows)
+print(f"arithmetic: {right}/{len(rows)} exact answers")
+assert len(rows) == 32 and right >= 30, right
+P
 
 # 4. Exact resume: the losses after resuming equal an uninterrupted run's, bit for bit (CPU fp32), for full
 #    fine-tuning and for LoRA with dropout, also after a SIGKILL in the middle of training/saving.
@@ -132,7 +177,7 @@ sleep 0.$((RANDOM % 10))
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 last="$(ls -d "$TMP"/killed/checkpoint-* | sed 's/.*checkpoint-//' | grep -E '^[0-9]+$' | sort -n | tail -1)"
 if [ -n "$last" ] && [ "$last" -lt 12 ]; then
-  for f in adapter_config.json adapter_model.safetensors optimizer.pt trainer_state.json rng_state.pt args.json; do
+  for f in adapter_config.json adapter_model.safetensors optimizer.safetensors trainer_state.json rng_state.pt args.json; do
     test -s "$TMP/killed/checkpoint-$last/$f" && ok || bad "killed run: checkpoint-$last lacks $f"
   done
   same_tail "$TMP/ref_lora/logging.jsonl" <(grep -v '"global_step/max_steps":"[1-2]/' "$TMP/killed/logging.jsonl") 2 \

@@ -36,7 +36,9 @@ std::vector<train::Example> examples() {
 }
 
 // Gradients of the step over `micro` batches, normalised by all their label tokens.
-std::map<std::string, at::Tensor> step_grads(model::CausalLM& m, const std::vector<std::vector<const train::Example*>>& micro) {
+// with_mask false: what swift sft feeds (right padding needs no mask under causal attention).
+std::map<std::string, at::Tensor> step_grads(model::CausalLM& m, const std::vector<std::vector<const train::Example*>>& micro,
+                                             bool with_mask = true) {
   m->zero_grad();
   std::vector<train::Batch> batches;
   int64_t tokens = 0;
@@ -47,7 +49,7 @@ std::map<std::string, at::Tensor> step_grads(model::CausalLM& m, const std::vect
   for (auto& b : batches) {
     model::ForwardArgs args;
     args.input_ids = b.input_ids;
-    args.attention_mask = b.attention_mask;
+    if (with_mask) args.attention_mask = b.attention_mask;
     auto sums = train::causal_lm_loss_sums(m->forward(args), b.labels);
     (sums.loss_sum / static_cast<double>(tokens)).backward();
   }
@@ -70,6 +72,20 @@ TEST(SftStep, AccumulationEqualsOneLargeBatch) {
     EXPECT_LE((split[name] - g).norm().item<double>() / norm, 1e-6) << name;
     // Single unpadded rows take SDPA's is_causal kernel instead of the masked one: another summation order.
     EXPECT_LE((single[name] - g).norm().item<double>() / norm, 2e-6) << name;
+  }
+}
+
+// Rows are right-padded: a real token never attends to a later pad, so the training loop leaves the padding mask
+// out (and gets the fused causal attention kernel). The gradients must not change.
+TEST(SftStep, RightPaddedBatchNeedsNoPaddingMask) {
+  auto m = test::random_model(test::tiny_config("qwen3"), 10);
+  m->train();
+  const auto ex = examples();
+  auto masked = step_grads(m, {{&ex[0], &ex[1], &ex[2], &ex[3]}}, true);
+  auto causal_only = step_grads(m, {{&ex[0], &ex[1], &ex[2], &ex[3]}}, false);
+  for (const auto& [name, g] : masked) {
+    const double norm = g.norm().item<double>() + 1e-12;
+    EXPECT_LE((causal_only[name] - g).norm().item<double>() / norm, 2e-6) << name;
   }
 }
 

@@ -44,6 +44,12 @@ struct DatasetOptions {
 // --columns JSON ('{"src": "query"}'); UsageError naming the flag when it is not an object of strings.
 std::map<std::string, std::string> parse_columns(const std::string& text);
 
+// The files a spec's path names: the file itself, or a folder's .jsonl/.json/.csv/.txt files in name order.
+std::vector<std::filesystem::path> dataset_files(const std::filesystem::path& path);
+
+// Applies --columns renames to a raw row (before normalise_row).
+nlohmann::json rename_columns(nlohmann::json row, const std::map<std::string, std::string>& columns);
+
 // Reads, normalises and samples every spec, in order. `seed` drives #N sampling. A spec may name a built-in
 // dataset, a file (.jsonl, .json, .csv, .txt: one row {"text": line} per non-empty line) or a folder (its
 // supported files in name order).

@@ -21,6 +21,8 @@ const std::vector<Command>& commands();
 // export: load a model folder (or initialise one from its config) and write it back as a Hugging Face folder.
 std::vector<cli::FlagSpec> export_flags();
 int run_export(const std::vector<std::string>& args);
+// export --to_cached_dataset true: tokenise the dataset once into a cached dataset (src/recipes/cached_dataset.cpp).
+int export_cached_dataset(const cli::Flags& flags);
 
 // infer: interactive chat, or batch answers for --val_dataset into --result_path.
 std::vector<cli::FlagSpec> infer_flags();

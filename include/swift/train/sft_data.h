@@ -33,6 +33,17 @@ struct EncodeReport {
   std::string summary() const;  // one line for the log
 };
 
+// What became of one row.
+enum class RowFate { kKept, kTruncated, kTooLong, kNoLoss };
+
+// Encodes one normalised row (a "messages" column) with `chat` and applies --max_length / --truncation_strategy.
+// `example` is filled for kKept and kTruncated only. DataError naming `where` when the template cannot encode it.
+// encode_rows, lazy tokenisation and streaming all go through here, so they agree token for token.
+RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
+                   Example& example, const std::string& where);
+// Adds one row's fate to the counts.
+void count_fate(EncodeReport& report, RowFate fate);
+
 // Encodes normalised rows (data::load_datasets) with `chat`. Rows longer than max_length (0 = no limit) are
 // deleted or truncated; rows left without any loss token are dropped (they would train nothing). DataError
 // naming the row for a conversation the template cannot encode; DataError when nothing is left.

@@ -1,0 +1,91 @@
+// swift export --to_cached_dataset true: tokenise --dataset (and the validation rows) once, exactly as sft
+// would (same rows, split and encode_rows), and write them as a cached dataset that `swift sft
+// --cached_dataset DIR` trains from without tokenising again. Layout as ms-swift's: DIR/train and DIR/val.
+#include <filesystem>
+
+#include "swift/core/atomic_write.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/model/family_registry.h"
+#include "swift/model/model_config.h"
+#include "swift/recipes/commands.h"
+#include "swift/recipes/train_rows.h"
+#include "swift/template/select.h"
+#include "swift/template/template.h"
+#include "swift/template/template_meta.h"
+#include "swift/tokenizer/tokenizer.h"
+#include "swift/train/dataset_cache.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::recipes {
+
+int export_cached_dataset(const cli::Flags& flags) {
+  const fs::path model_dir = flags.str("model");
+  SWIFT_CHECK(!model_dir.empty(), UsageError, "swift export --to_cached_dataset true needs --model (its tokenizer encodes)",
+              "e.g. --model Qwen2.5-7B-Instruct --dataset data.jsonl --output_dir data-cached");
+  SWIFT_CHECK(!flags.list("dataset").empty() || !flags.list("val_dataset").empty(), UsageError,
+              "swift export --to_cached_dataset true needs --dataset", "e.g. --dataset data.jsonl");
+  fs::path output = flags.str("output_dir");
+  if (output.empty()) output = model_dir.lexically_normal().string() + "-cached_dataset";
+  SWIFT_CHECK(flags.boolean("exist_ok") || !fs::exists(output), UsageError, "--output_dir " + output.string() + " already exists",
+              "choose another --output_dir or pass --exist_ok true to replace it");
+
+  // The tokenizer and template, chosen as swift sft chooses them.
+  const auto config = model::load_model_config(model_dir);
+  const auto tok = with_context("loading the tokenizer of " + model_dir.string(), [&] { return tokenizer::Tokenizer::load(model_dir); });
+  templates::TemplateOptions options;
+  if (flags.given("system")) options.system = flags.str("system");
+  options.loss_rule = templates::parse_loss_rule(flags.str("loss_scale"));
+  std::string template_name;
+  std::unique_ptr<templates::Template> chat;
+  if (flags.boolean("use_chat_template")) {
+    const auto* family = model::find_model_family(config.model_type, {});
+    const auto choice = templates::choose_template(flags.str("template"), {model_dir}, family ? family->default_template : "",
+                                                   "the default for model_type " + config.model_type);
+    template_name = choice.name;
+    chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *tok, options);
+  } else {
+    chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), *tok, options);
+  }
+  int64_t max_length = flags.integer("max_length");
+  if (max_length <= 0) max_length = config.max_position_embeddings;
+  const auto truncation = train::parse_truncation(flags.str("truncation_strategy"));
+  const int num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
+  const auto data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
+
+  const TrainRows rows = load_train_rows(flags, data_seed);
+  train::CacheInfo info;
+  info.template_name = template_name;
+  info.model = fs::absolute(model_dir).lexically_normal().string();
+  info.tokenizer_fingerprint = train::tokenizer_fingerprint(*tok);
+  info.loss_scale = flags.str("loss_scale");
+  info.system = options.system;
+  info.max_length = max_length;
+  info.truncation_strategy = flags.str("truncation_strategy");
+
+  AtomicDir out(output);  // a crash never leaves a half-written cache
+  auto write_split = [&](const std::vector<nlohmann::json>& split_rows, const std::string& split, const std::string& what,
+                         std::vector<std::string> specs) {
+    train::EncodeReport report;
+    const auto examples = train::encode_rows(split_rows, *chat, max_length, truncation, report, what, num_proc);
+    train::CacheInfo split_info = info;
+    split_info.split = split;
+    split_info.datasets = std::move(specs);
+    split_info.encode_report = report.summary();
+    train::write_dataset_cache(out.path() / split, examples, split_info);
+    log_info(split, " split: ", report.summary());
+  };
+  if (!rows.train.empty()) write_split(rows.train, "train", "--dataset", flags.list("dataset"));
+  if (!rows.val.empty()) {
+    auto specs = flags.list("val_dataset");
+    if (flags.number("split_dataset_ratio") > 0) specs.push_back("--split_dataset_ratio " + flags.str("split_dataset_ratio"));
+    write_split(rows.val, "val", "--val_dataset", specs);
+  }
+  out.commit();
+  log_info("cached dataset written to ", output.string(), ": train with swift sft --cached_dataset ",
+           (output / "train").string(), rows.val.empty() ? "" : " --cached_val_dataset " + (output / "val").string());
+  return 0;
+}
+
+}  // namespace swift::recipes
