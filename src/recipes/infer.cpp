@@ -20,6 +20,7 @@
 #include "swift/model/family_registry.h"
 #include "swift/model/generator.h"
 #include "swift/recipes/commands.h"
+#include "swift/recipes/inference_setup.h"
 #include "swift/template/message.h"
 #include "swift/template/select.h"
 #include "swift/template/template.h"
@@ -34,30 +35,18 @@ namespace swift::recipes {
 
 std::vector<cli::FlagSpec> infer_flags() {
   using cli::FlagType;
-  std::vector<cli::FlagSpec> flags = {
-      {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files)"},
-      {"adapters", FlagType::kList, "", "LoRA adapter folders (swift's checkpoints or any PEFT adapter); their args.json "
-                                        "supplies --model, --template and --system when not given", {"ckpt_dir"}},
-      {"template", FlagType::kString, "", "chat template; default: the checkpoint's args.json, else the model family's"},
-      {"system", FlagType::kString, "", "system prompt (replaces the template's default)"},
-      {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
-      {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
-      {"val_dataset", FlagType::kList, "", "batch mode: .jsonl/.json/.csv files (path#N samples N rows)"},
-      {"result_path", FlagType::kString, "", "batch mode output JSONL (default: infer_result/<time>.jsonl)"},
-      {"max_new_tokens", FlagType::kInt, "", "tokens to generate at most (default: generation_config.json, else 512)"},
-      {"temperature", FlagType::kFloat, "", "0 = greedy (default: generation_config.json, else greedy)"},
-      {"top_k", FlagType::kInt, "", "sample among the k most likely tokens (0 = off)"},
-      {"top_p", FlagType::kFloat, "", "nucleus sampling (1 = off)"},
-      {"min_p", FlagType::kFloat, "", "drop tokens below min_p x the top probability (0 = off)"},
-      {"repetition_penalty", FlagType::kFloat, "", "> 1 discourages repeats (1 = off)"},
-      {"stop_words", FlagType::kList, "", "extra strings that end a reply"},
+  std::vector<cli::FlagSpec> flags = inference_model_flags();
+  flags.push_back({"val_dataset", FlagType::kList, "", "batch mode: .jsonl/.json/.csv files (path#N samples N rows)"});
+  flags.push_back({"result_path", FlagType::kString, "", "batch mode output JSONL (default: infer_result/<time>.jsonl)"});
+  for (auto& f : generation_flags()) flags.push_back(f);
+  std::vector<cli::FlagSpec> rest = {
       {"stream", FlagType::kBool, "true", "print tokens as they come (interactive mode)"},
       {"logprobs", FlagType::kBool, "false", "record each token's log-probability in the results"},
       {"top_logprobs", FlagType::kInt, "0", "and this many alternatives per token"},
       {"max_model_len", FlagType::kInt, "0", "prompt + reply tokens at most (0: max_position_embeddings)"},
       {"max_batch_size", FlagType::kInt, "16", "rows generated together in batch mode"},
-      {"infer_backend", FlagType::kString, "pt", "pt (LibTorch); vllm/sglang/lmdeploy are not available"},
   };
+  for (auto& f : rest) flags.push_back(f);
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
 }
@@ -75,109 +64,19 @@ struct Session {
   bool stream = true;
 };
 
-std::optional<bool> optional_bool(const cli::Flags& flags, const std::string& name) {
-  if (!flags.given(name) || flags.str(name).empty()) return std::nullopt;
-  std::string v = flags.str(name);
-  if (v == "true" || v == "True" || v == "1") return true;
-  if (v == "false" || v == "False" || v == "0") return false;
-  throw UsageError("--" + name + " expects true or false, got '" + v + "'", "e.g. --" + name + " false");
-}
-
-// Flags first, then the checkpoint's generation_config.json, then greedy with 512 new tokens.
-model::SamplingParams sampling_from(const cli::Flags& flags, const io::GenerationConfig& gen, uint64_t seed) {
-  model::SamplingParams p;
-  p.max_new_tokens = flags.given("max_new_tokens") ? flags.integer("max_new_tokens") : gen.max_new_tokens.value_or(512);
-  const bool sample = gen.do_sample.value_or(gen.temperature.has_value());
-  p.temperature = flags.given("temperature") ? flags.number("temperature") : (sample ? gen.temperature.value_or(1.0) : 0.0);
-  p.top_k = flags.given("top_k") ? flags.integer("top_k") : gen.top_k.value_or(0);
-  p.top_p = flags.given("top_p") ? flags.number("top_p") : gen.top_p.value_or(1.0);
-  p.min_p = flags.given("min_p") ? flags.number("min_p") : gen.min_p.value_or(0.0);
-  p.repetition_penalty = flags.given("repetition_penalty") ? flags.number("repetition_penalty")
-                                                           : gen.repetition_penalty.value_or(1.0);
-  p.seed = seed;
-  p.logprobs = flags.boolean("logprobs") || flags.integer("top_logprobs") > 0;
-  p.top_logprobs = flags.integer("top_logprobs");
-  SWIFT_CHECK(p.max_new_tokens > 0, UsageError, "--max_new_tokens must be positive", "e.g. --max_new_tokens 256");
-  SWIFT_CHECK(p.temperature >= 0, UsageError, "--temperature must be >= 0", "0 is greedy; 0.7 is a common choice");
-  SWIFT_CHECK(p.top_p > 0 && p.top_p <= 1, UsageError, "--top_p must be in (0, 1]", "e.g. --top_p 0.9");
-  SWIFT_CHECK(p.repetition_penalty > 0, UsageError, "--repetition_penalty must be > 0", "1 turns it off");
-  SWIFT_CHECK(p.top_logprobs >= 0 && p.top_logprobs <= 20, UsageError, "--top_logprobs must be 0..20",
-              "as the OpenAI API allows");
-  return p;
-}
-
-// A checkpoint's args.json (written by swift sft or ms-swift), or an empty object.
-json checkpoint_args(const std::vector<std::string>& adapters) {
-  if (adapters.empty()) return json::object();
-  const fs::path path = fs::path(adapters.front()) / "args.json";
-  return fs::exists(path) ? io::read_json_file(path) : json::object();
-}
-
-std::string arg_or(const cli::Flags& flags, const json& saved, const std::string& name) {
-  if (flags.given(name) || !saved.contains(name) || !saved[name].is_string()) return flags.str(name);
-  return saved[name].get<std::string>();
-}
-
 Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
-  const auto adapters = flags.list("adapters");
-  const json saved = checkpoint_args(adapters);
-  const std::string model_dir = arg_or(flags, saved, "model");
-  SWIFT_CHECK(!model_dir.empty(), UsageError, "swift infer needs --model",
-              "e.g. swift infer --model runs/quickstart/qwen3-tiny");
-  SWIFT_CHECK(flags.str("infer_backend") == "pt", UsageError,
-              "--infer_backend " + flags.str("infer_backend") + " is not available in swift",
-              "use --infer_backend pt (LibTorch, CPU or CUDA)");
-  model::LoadOptions load;
-  load.dtype = parse_dtype(flags.str("torch_dtype"));
-  load.device = parse_device(setup.device);
-  auto model = model::load_model(model_dir, load);
-  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder for now", "merge adapters with swift export first");
-  for (const auto& dir : adapters) {
-    const auto config = with_context("loading adapter " + dir, [&] { return tuners::load_adapter(model, dir); });
-    log_info("adapter ", dir, ": LoRA r=", config.r, " on ", tuners::lora_modules(model).size(), " modules");
-  }
-  model->eval();
-  auto tok = with_context("loading the tokenizer of " + model_dir, [&] { return tokenizer::Tokenizer::load(model_dir); });
-
-  templates::TemplateOptions options;
-  if (flags.given("system")) options.system = flags.str("system");
-  else if (saved.contains("system") && saved["system"].is_string()) options.system = saved["system"].get<std::string>();
-  options.enable_thinking = optional_bool(flags, "enable_thinking");
-  std::unique_ptr<templates::Template> chat;
-  if (flags.boolean("use_chat_template")) {
-    const auto* family = model::find_model_family(model->config().model_type, {});
-    std::vector<fs::path> checkpoint_dirs(adapters.begin(), adapters.end());
-    checkpoint_dirs.push_back(model_dir);
-    const auto choice = templates::choose_template(flags.str("template"), checkpoint_dirs,
-                                                   family ? family->default_template : "",
-                                                   "the default for model_type " + model->config().model_type);
-    chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *tok, options);
-    if (auto missing = chat->missing_token()) {
-      throw UsageError("template '" + choice.name + "' (from " + choice.source + ") needs the token " + *missing +
-                           ", which the tokenizer of " + model_dir + " lacks",
-                       "pick a matching --template (" + templates::template_names_joined() +
-                           ") or pass --use_chat_template false for plain completion");
-    }
-    log_info("template: ", choice.name, " (", choice.source, ")");
-  } else {
-    chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), *tok, options);
-  }
-
-  Session s{model::Generator(model), std::move(tok), std::move(chat), {}, 0, options.enable_thinking, true};
-  const auto generation_config = io::load_generation_config(model_dir);
-  s.sampling = sampling_from(flags, generation_config, static_cast<uint64_t>(flags.integer("seed")));
-  s.sampling.stop_token_ids = s.chat->stop_token_ids();
-  for (const auto& id : generation_config.eos_token_ids)
-    if (std::find(s.sampling.stop_token_ids.begin(), s.sampling.stop_token_ids.end(), id) == s.sampling.stop_token_ids.end())
-      s.sampling.stop_token_ids.push_back(id);
-  for (const auto& word : flags.list("stop_words")) {
-    auto ids = s.tokenizer->encode(word);
-    if (ids.size() == 1) s.sampling.stop_token_ids.push_back(ids[0]);
-    else if (!ids.empty()) s.sampling.stop_sequences.push_back(ids);
-  }
+  InferenceModel m = load_inference_model(flags, setup);
+  Session s{model::Generator(m.model), nullptr, nullptr, {}, 0, m.enable_thinking, true};
+  s.sampling = sampling_defaults(flags, m, static_cast<uint64_t>(flags.integer("seed")));
+  s.sampling.logprobs = flags.boolean("logprobs") || flags.integer("top_logprobs") > 0;
+  s.sampling.top_logprobs = flags.integer("top_logprobs");
+  SWIFT_CHECK(s.sampling.top_logprobs >= 0 && s.sampling.top_logprobs <= 20, UsageError,
+              "--top_logprobs must be 0..20", "as the OpenAI API allows");
   s.max_model_len = flags.integer("max_model_len") > 0 ? flags.integer("max_model_len")
-                                                       : model->config().max_position_embeddings;
+                                                       : m.model->config().max_position_embeddings;
   s.stream = flags.boolean("stream");
+  s.tokenizer = std::move(m.tokenizer);
+  s.chat = std::move(m.chat);
   return s;
 }
 

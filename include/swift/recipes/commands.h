@@ -28,6 +28,10 @@ int export_cached_dataset(const cli::Flags& flags);
 std::vector<cli::FlagSpec> infer_flags();
 int run_infer(const std::vector<std::string>& args);
 
+// deploy: an OpenAI-compatible HTTP server with continuous batching (src/recipes/deploy.cpp).
+std::vector<cli::FlagSpec> deploy_flags();
+int run_deploy(const std::vector<std::string>& args);
+
 // sft / pt: supervised fine-tuning and pretraining, full or LoRA (src/recipes/sft.cpp).
 std::vector<cli::FlagSpec> sft_flags();
 std::vector<cli::FlagSpec> pt_flags();

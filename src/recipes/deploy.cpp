@@ -1,0 +1,179 @@
+// swift deploy: serve a model behind the OpenAI API with continuous batching.
+// Top to bottom: flags -> model, tokenizer, template -> context length and sampling defaults -> scheduler thread
+// -> HTTP server until SIGINT/SIGTERM -> let in-flight requests finish -> exit 0.
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <thread>
+
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/model/checkpoint.h"
+#include "swift/recipes/commands.h"
+#include "swift/recipes/deploy.h"
+#include "swift/recipes/inference_setup.h"
+#include "swift/serve/completion_service.h"
+#include "swift/serve/http_server.h"
+#include "swift/serve/multi_lora.h"
+#include "swift/serve/scheduler.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::recipes {
+
+std::vector<cli::FlagSpec> deploy_flags() {
+  using cli::FlagType;
+  std::vector<cli::FlagSpec> flags = inference_model_flags();
+  std::vector<cli::FlagSpec> own = {
+      {"host", FlagType::kString, "0.0.0.0", "address to listen on (127.0.0.1: this machine only)"},
+      {"port", FlagType::kInt, "8000", "port to listen on (0: any free port, printed at start)"},
+      {"api_key", FlagType::kString, "", "require 'Authorization: Bearer <key>' on /v1/* (default: no key)"},
+      {"served_model_name", FlagType::kString, "", "model id in the API (default: the --model folder's name)"},
+      {"max_batch_size", FlagType::kInt, "32", "sequences decoded together; the rest wait in the queue"},
+      {"max_waiting", FlagType::kInt, "256", "sequences that may wait beyond the running batch; more get 429"},
+      {"max_model_len", FlagType::kInt, "0",
+       "prompt + reply tokens at most (0: max_position_embeddings, times the rope_scaling factor where it extends "
+       "the context, as vLLM)"},
+      {"max_logprobs", FlagType::kInt, "20", "most top_logprobs / logprobs / prompt_logprobs a request may ask"},
+  };
+  for (auto& f : own) flags.push_back(f);
+  for (auto& f : generation_flags()) flags.push_back(f);
+  for (auto& f : cli::common_flags()) flags.push_back(f);
+  return flags;
+}
+
+int64_t default_max_model_len(const model::ModelConfig& c) {
+  const auto& rope = c.rope;
+  if (rope.type == "linear" || rope.type == "dynamic")
+    return static_cast<int64_t>(static_cast<double>(c.max_position_embeddings) * rope.factor);
+  if (rope.type == "yarn") {
+    const int64_t original = rope.original_max_position_embeddings > 0 ? rope.original_max_position_embeddings
+                                                                       : c.max_position_embeddings;
+    return static_cast<int64_t>(static_cast<double>(original) * rope.factor);
+  }
+  return c.max_position_embeddings;
+}
+
+namespace {
+
+// SIGINT/SIGTERM: the handler only writes the signal number to a pipe (async-signal-safe, and whichever thread
+// LibTorch's pools let take the signal); a watcher thread reads it: the first stops the server gracefully
+// (in-flight requests finish), a second cancels what still runs.
+int g_signal_pipe[2] = {-1, -1};
+
+extern "C" void on_stop_signal(int sig) {
+  const char byte = static_cast<char>(sig);
+  [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &byte, 1);
+}
+
+class SignalWatcher {
+ public:
+  SignalWatcher(serve::HttpServer& server, serve::Scheduler& scheduler) {
+    SWIFT_CHECK(::pipe(g_signal_pipe) == 0, DeviceError, "cannot create a pipe for signal handling", "check ulimit -n");
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, nullptr);
+    sigaction(SIGTERM, &action, nullptr);
+    signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+    thread_ = std::thread([&server, &scheduler] {
+      for (int count = 0;;) {
+        char sig = 0;
+        if (::read(g_signal_pipe[0], &sig, 1) != 1 || sig == 0) return;  // 0: the watcher is being destroyed
+        if (++count == 1) {
+          log_info("received ", sig == SIGINT ? "SIGINT" : "SIGTERM", ": finishing in-flight requests (again to cancel them)");
+          server.stop();
+        } else {
+          log_info("cancelling in-flight requests");
+          scheduler.shutdown(/*drain=*/false);
+        }
+      }
+    });
+  }
+  ~SignalWatcher() {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    const char zero = 0;
+    [[maybe_unused]] auto n = ::write(g_signal_pipe[1], &zero, 1);
+    thread_.join();
+    ::close(g_signal_pipe[0]);
+    ::close(g_signal_pipe[1]);
+  }
+
+ private:
+  std::thread thread_;
+};
+
+}  // namespace
+
+int run_deploy(const std::vector<std::string>& args) {
+  const auto flags = cli::parse_flags("deploy", deploy_flags(), args);
+  const auto setup = apply_common_flags(flags);
+  SWIFT_CHECK(flags.integer("port") >= 0 && flags.integer("port") <= 65535, UsageError,
+              "--port must be 0..65535", "e.g. --port 8000");
+  SWIFT_CHECK(flags.integer("max_batch_size") >= 1, UsageError, "--max_batch_size must be at least 1", "e.g. 32");
+  SWIFT_CHECK(flags.integer("max_waiting") >= 1, UsageError, "--max_waiting must be at least 1", "e.g. 256");
+  SWIFT_CHECK(flags.integer("max_logprobs") >= 0, UsageError, "--max_logprobs must be >= 0", "e.g. 20");
+  SWIFT_CHECK(flags.integer("max_model_len") >= 0, UsageError, "--max_model_len must be >= 0", "0 takes the model's");
+  InferenceModel m = load_inference_model(flags, setup);
+
+  serve::ServiceOptions options;
+  options.model_root = m.model_dir;
+  options.model_id = flags.str("served_model_name");
+  if (options.model_id.empty()) {
+    auto dir = fs::path(m.model_dir);
+    options.model_id = (dir.has_filename() ? dir.filename() : dir.parent_path().filename()).string();
+  }
+  options.max_model_len = flags.integer("max_model_len") > 0 ? flags.integer("max_model_len")
+                                                             : default_max_model_len(m.model->config());
+  options.vocab_size = m.model->config().vocab_size;
+  options.defaults = sampling_defaults(flags, m, static_cast<uint64_t>(flags.integer("seed")));
+  options.stop_words = flags.list("stop_words");
+  options.enable_thinking = m.enable_thinking;
+  options.limits.max_logprobs = flags.integer("max_logprobs");
+
+  // --adapters name=path: each served as its own model id next to the base, chosen per batch row.
+  std::vector<serve::NamedAdapter> named;
+  for (const auto& a : flags.list("adapters")) {
+    const auto eq = a.find('=');
+    if (eq == std::string::npos) continue;
+    named.push_back({a.substr(0, eq), a.substr(eq + 1)});
+    SWIFT_CHECK(!named.back().name.empty() && !named.back().path.empty() && named.back().name != options.model_id,
+                UsageError, "--adapters '" + a + "' needs a name and a folder, and a name other than the base model's",
+                "e.g. --adapters my-lora=runs/sft/checkpoint-100");
+    options.adapters.emplace_back(named.back().name, named.back().path);
+  }
+  std::unique_ptr<serve::MultiLora> multi_lora;
+  if (!named.empty())
+    multi_lora = std::make_unique<serve::MultiLora>(m.model, named, [&] { return model::load_model(m.model_dir, m.load_options); });
+
+  serve::SchedulerOptions sched;
+  if (multi_lora) sched.select_adapters = [&multi_lora](const std::vector<int64_t>& ids) { multi_lora->set_rows(ids); };
+  sched.max_batch_size = flags.integer("max_batch_size");
+  sched.max_waiting = static_cast<size_t>(flags.integer("max_waiting"));
+
+  serve::HttpOptions http;
+  http.host = flags.str("host");
+  http.port = static_cast<int>(flags.integer("port"));
+  http.api_key = flags.str("api_key");
+  // Each connection holds a thread while its request waits or runs: enough for a full batch and queue.
+  http.threads = static_cast<int>(std::min<int64_t>(1024, sched.max_batch_size + static_cast<int64_t>(sched.max_waiting) + 8));
+
+  serve::Scheduler scheduler(m.model, sched);
+  serve::CompletionService service(scheduler, *m.tokenizer, *m.chat, options);
+  serve::HttpServer server(service, http);
+  const int port = server.bind();
+  {
+    SignalWatcher watcher(server, scheduler);
+    log_info("serving '", options.model_id, "' on http://", http.host, ":", port, " (max_model_len ",
+             options.max_model_len, ", max_batch_size ", sched.max_batch_size, ")");
+    server.serve();
+  }
+  scheduler.shutdown(/*drain=*/true);
+  const auto stats = scheduler.stats();
+  log_info("server stopped after ", stats.steps, " decode steps (largest batch ", stats.largest_batch, ")");
+  return 0;
+}
+
+}  // namespace swift::recipes
