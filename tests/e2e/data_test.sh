@@ -6,19 +6,7 @@
 #  - --streaming needs --max_steps; resuming a streamed run equals the uninterrupted run bit for bit.
 set -uo pipefail
 SWIFT="$1"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-PY="${SWIFT_TEST_PYTHON:-python3}"
-pass=0 fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL $*"; }
-run() {  # run NAME EXPECTED_RC CMD...
-  local name="$1" want="$2"; shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; tail -20 "$TMP/out" "$TMP/err"; fi
-}
-has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; tail -5 "$TMP/$3"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 same_losses() {  # same_losses LOG_A LOG_B: identical loss/eval_loss rows (same steps, bit for bit)
   "$PY" - "$1" "$2" <<'P'
 import json, sys
@@ -118,5 +106,4 @@ run stream_packing 2 "$SWIFT" sft "${stream[@]}" --packing true --output_dir "$T
 run stream_broken 3 "$SWIFT" sft "${stream[@]/$TMP\/d.jsonl/$TMP/broken.jsonl}" --shuffle_buffer_size 1 --output_dir "$TMP/x10"
 has stream_broken "broken.jsonl:4" err
 
-echo "e2e data: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish data

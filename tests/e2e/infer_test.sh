@@ -3,18 +3,7 @@
 # Usage: infer_test.sh path/to/swift
 set -uo pipefail
 SWIFT="$1"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL $*"; }
-run() {  # run NAME EXPECTED_RC CMD...   (stdout in $TMP/out, stderr in $TMP/err)
-  local name="$1" want="$2"; shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; cat "$TMP/out" "$TMP/err"; fi
-}
-has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; cat "$TMP/$3"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 7 --output_dir "$TMP/m" 2>/dev/null || { echo "FAIL export"; exit 1; }
 M="$TMP/m"
@@ -41,7 +30,6 @@ run batch 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl" --result_
   --max_new_tokens 6 --logprobs true --top_logprobs 3 --max_batch_size 2
 [ "$(wc -l < "$TMP/res/out.jsonl")" = 3 ] && ok || bad "batch: 3 rows expected"
 ls "$TMP/res" | grep -q tmp && bad "batch left a temporary file" || ok
-PY="${SWIFT_TEST_PYTHON:-python3}"
 "$PY" - "$TMP/res/out.jsonl" <<'P' && ok || bad "batch rows malformed"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
@@ -81,5 +69,4 @@ run backend 2 "$SWIFT" infer --model "$M" --infer_backend vllm </dev/null;  has 
 run long 3 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl" --result_path "$TMP/l.jsonl" --max_model_len 5; has long "--max_model_len" err
 run bad_temp 2 "$SWIFT" infer --model "$M" --temperature -1 </dev/null
 
-echo "e2e infer: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish infer

@@ -6,18 +6,7 @@
 #  - pt, YAML configs with old ms-swift flag names, run-folder layout, errors.
 set -uo pipefail
 SWIFT="$1"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TMP="$(mktemp -d)"
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass+1)); }
-bad() { fail=$((fail+1)); echo "FAIL $*"; }
-run() {  # run NAME EXPECTED_RC CMD...
-  local name="$1" want="$2"; shift 2
-  "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; tail -20 "$TMP/out" "$TMP/err"; fi
-}
-has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; tail -5 "$TMP/$3"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # 1. Full fine-tuning from scratch on self-cognition; then ask.
 run sft_full 0 "$SWIFT" sft --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --train_type full \
@@ -30,7 +19,6 @@ for f in args.json logging.jsonl images/train_loss.png checkpoint-150/config.jso
   test -s "$RUN/$f" && ok || bad "run folder lacks $f"
 done
 ls "$RUN"/runs/events.out.tfevents.* >/dev/null 2>&1 && ok || bad "no TensorBoard events"
-PY="${SWIFT_TEST_PYTHON:-python3}"
 "$PY" - "$RUN/logging.jsonl" <<'P' && ok || bad "loss did not fall"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
@@ -202,5 +190,4 @@ run too_long 3 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" -
 has too_long "no row is left" err
 run bad_sched 2 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --lr_scheduler_type wavy
 
-echo "e2e sft: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+finish sft
