@@ -96,6 +96,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)"},
       {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
       {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
+      {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)"},
+      {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)"},
       {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
       {"lora_rank", FlagType::kInt, "8", "LoRA rank r"},
       {"lora_alpha", FlagType::kFloat, "32", "LoRA alpha (scaling alpha / r)"},
@@ -103,6 +105,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"target_modules", FlagType::kList, "all-linear", "modules to adapt: all-linear or names (q_proj v_proj ...)"},
       {"target_regex", FlagType::kString, "", "regex over module names (instead of --target_modules)"},
       {"modules_to_save", FlagType::kList, "", "modules trained in full next to LoRA (embed_tokens, lm_head)"},
+      {"lora_dtype", FlagType::kString, "", "dtype of the trainable LoRA weights: float32 (default), bfloat16, float16"},
       {"use_rslora", FlagType::kBool, "false", "rank-stabilised scaling alpha / sqrt(r)"},
       {"use_dora", FlagType::kBool, "false", "DoRA: a trainable magnitude per output feature rescales W + scaling * B A (PEFT's use_dora)", {}},
       {"init_weights", FlagType::kString, "true", "LoRA init: true (B = 0), gaussian, false"},
@@ -117,6 +120,11 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
       {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
       {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
+      // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
+      {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
+      {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
+      {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
+      {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
   };
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
@@ -295,15 +303,27 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   load.init_strategy = flags.str("init_strategy");
   load.seed = static_cast<uint64_t>(flags.integer("seed"));
   // Full fine-tuning keeps fp32 master weights: --torch_dtype bfloat16 then means bf16 compute (autocast) and
-  // bf16 checkpoints. LoRA keeps the frozen base in --torch_dtype and the adapter in fp32.
-  const auto dtype = parse_dtype(flags.str("torch_dtype"));
+  // bf16 checkpoints. LoRA keeps the frozen base in --torch_dtype and the adapter in --lora_dtype (fp32).
+  // --bf16/--fp16 (transformers' mixed-precision switches) choose the compute dtype over whatever was loaded.
+  auto dtype = parse_dtype(flags.str("torch_dtype"));
+  const bool bf16 = flags.boolean("bf16"), fp16 = flags.boolean("fp16");
+  SWIFT_CHECK(!(bf16 && fp16), UsageError, "--bf16 and --fp16 are both true", "choose one mixed-precision dtype");
+  std::optional<c10::ScalarType> mixed;
+  if (bf16 || fp16) {
+    mixed = bf16 ? c10::kBFloat16 : c10::kHalf;
+    SWIFT_CHECK(!dtype || *dtype == *mixed || *dtype == c10::kFloat, UsageError,
+                std::string("--") + (bf16 ? "bf16" : "fp16") + " true contradicts --torch_dtype " + flags.str("torch_dtype"),
+                "drop one of them, or load float32 weights and compute in the mixed dtype");
+    if (!dtype) dtype = mixed;
+  }
   load.dtype = job.lora ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
   if (!job.lora && dtype && (*dtype == c10::kBFloat16 || *dtype == c10::kHalf)) {
     job.autocast = *dtype;
     job.save_dtype = *dtype;
   }
+  if (mixed) job.autocast = mixed;  // fp32 weights (full, or a LoRA base loaded in float32) computed in bf16/fp16
   // float16's narrow range underflows small gradients: scale the loss (full and LoRA over an fp16 base).
-  if (dtype && *dtype == c10::kHalf) job.scaler.emplace(train::GradScalerOptions{}, load.device);
+  if ((dtype && *dtype == c10::kHalf) || fp16) job.scaler.emplace(train::GradScalerOptions{}, load.device);
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty()) {
     SWIFT_CHECK(fs::is_directory(resume), DataError, "--resume_from_checkpoint " + resume.string() + " is not a folder",
@@ -351,14 +371,16 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
                                    : init == "gaussian" ? tuners::LoraInit::kGaussian
                                                         : tuners::LoraInit::kRandom;
     job.lora_config.base_model_name_or_path = fs::absolute(job.model_dir).string();
-    job.lora_config.lora_dtype = c10::kFloat;  // trainable weights stay fp32 whatever the base (as PEFT's autocast)
+    // Trainable weights stay fp32 whatever the base (as PEFT's autocast), unless --lora_dtype says otherwise.
+    const auto lora_dtype = parse_dtype(flags.str("lora_dtype"), "--lora_dtype");
+    job.lora_config.lora_dtype = lora_dtype.value_or(c10::kFloat);
     if (resume.empty()) {
       const auto wrapped = tuners::apply_lora(job.model, job.lora_config, static_cast<uint64_t>(flags.integer("seed")));
       log_info(job.lora_config.use_dora ? "DoRA" : "LoRA", " r=", job.lora_config.r, " alpha=", job.lora_config.lora_alpha,
                " on ", wrapped.size(), " modules");
     } else {  // the checkpoint's adapter, config and weights
-      job.lora_config = tuners::load_adapter(job.model, resume, c10::kFloat);
-      job.lora_config.lora_dtype = c10::kFloat;
+      job.lora_config = tuners::load_adapter(job.model, resume, lora_dtype.value_or(c10::kFloat));
+      job.lora_config.lora_dtype = lora_dtype.value_or(c10::kFloat);
       log_info(job.lora_config.use_dora ? "DoRA" : "LoRA", " from ", resume.string(), ": r=", job.lora_config.r, " on ", tuners::lora_modules(job.model).size(), " modules");
     }
   }
@@ -489,10 +511,23 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   return job;
 }
 
+// Flags of ms-swift command lines that swift accepts but that change nothing, and what swift does instead.
+void log_flags_without_effect(const cli::Flags& flags) {
+  static const std::vector<std::pair<std::string, std::string>> kWhy = {
+      {"dataloader_num_workers", "batches are assembled in-process; --dataset_num_proc sets the tokenising threads"},
+      {"attn_impl", "attention is LibTorch's scaled_dot_product_attention (fused flash/memory-efficient kernels)"},
+      {"use_hf", "models and datasets are local paths or swift's built-ins; nothing is downloaded"},
+      {"report_to", "TensorBoard events are always written under the run folder's runs/"},
+  };
+  for (const auto& [name, why] : kWhy)
+    if (flags.given(name)) log_info("--", name, " has no effect in swift: ", why);
+}
+
 int run_training(const std::vector<std::string>& args, bool pretrain) {
   const std::string command = pretrain ? "pt" : "sft";
   const auto flags = cli::parse_flags(command, train_flags(pretrain), args);
   const auto setup = apply_common_flags(flags);
+  log_flags_without_effect(flags);
   // LibTorch seeds its default generator from the OS; dropout draws from it, so seed it (as transformers'
   // set_seed does) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
@@ -506,8 +541,14 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   train::TrainData& data = *job.train;
   // A stream has no known length: as transformers with an iterable dataset, an epoch is then --max_steps.
   const auto batches_per_epoch = data.batches_per_epoch();
-  const int64_t steps_per_epoch =
-      std::max<int64_t>(1, batches_per_epoch ? *batches_per_epoch / accumulation : flags.integer("max_steps"));
+  // As transformers 5's Trainer: an epoch has ceil(micro-batches / accumulation) steps and its last step takes the
+  // micro-batches that are left, so no optimizer step spans two epochs.
+  const int64_t steps_per_epoch = std::max<int64_t>(
+      1, batches_per_epoch ? (*batches_per_epoch + accumulation - 1) / accumulation : flags.integer("max_steps"));
+  auto micro_batches_in_step = [&](int64_t step) {
+    if (!batches_per_epoch) return accumulation;
+    return std::min(accumulation, *batches_per_epoch - (step % steps_per_epoch) * accumulation);
+  };
   int64_t total_steps = flags.integer("max_steps");
   if (total_steps <= 0) total_steps = std::max<int64_t>(1, std::llround(flags.number("num_train_epochs") * steps_per_epoch));
   const double lr = flags.given("learning_rate") ? flags.number("learning_rate") : (job.lora ? 1e-4 : 1e-5);
@@ -578,10 +619,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   double window_loss = 0, window_grad_norm = 0;
   int64_t window_tokens = 0, window_correct = 0, window_steps = 0;
   for (int64_t step = start_step; step < total_steps; ++step) {
-    // One optimizer step: `accumulation` micro-batches, the loss normalised by all their label tokens.
+    // One optimizer step: `accumulation` micro-batches (fewer at the end of an epoch), the loss normalised by all
+    // their label tokens.
     std::vector<train::Batch> micro;
     int64_t step_tokens = 0;
-    for (int64_t k = 0; k < accumulation; ++k) {
+    const int64_t n_micro = micro_batches_in_step(step);
+    for (int64_t k = 0; k < n_micro; ++k) {
       const std::vector<const train::Example*> items = data.next_micro_batch();
       micro.push_back(train::collate(items, job.pad_id));
       step_tokens += micro.back().label_tokens;

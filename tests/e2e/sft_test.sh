@@ -70,6 +70,38 @@ a=[json.loads(l)['response'] for l in open('$TMP/dora.jsonl')]
 b=[json.loads(l)['response'] for l in open('$TMP/dora-merged.jsonl')]
 sys.exit(0 if a==b and len(a)==3 else 1)" && ok || bad "merged DoRA model answers differently from base + DoRA adapter"
 
+# 2c. ms-swift's own README command line, pasted as is apart from paths (flags swift accepts without effect say
+#     so in the log), trains; like transformers 5, 36 micro-batches with accumulation 16 make ceil(36/16) = 3 steps.
+run msswift_cmdline 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora \
+  --dataset "$ROOT/configs/datasets/demo.jsonl" 'swift/self-cognition#28' --torch_dtype float32 --num_train_epochs 1 \
+  --per_device_train_batch_size 1 --per_device_eval_batch_size 1 --learning_rate 1e-4 --lora_rank 8 --lora_alpha 32 \
+  --target_modules all-linear --gradient_accumulation_steps 16 --eval_steps 50 --save_steps 50 --save_total_limit 2 \
+  --logging_steps 5 --max_length 2048 --output_dir "$TMP/msswift" --system 'You are a helpful assistant.' \
+  --warmup_ratio 0.05 --dataloader_num_workers 4 --model_author swift --model_name swift-robot
+has msswift_noop "--dataloader_num_workers has no effect in swift" err
+"$PY" - "$(ls -d "$TMP"/msswift/v0-*)/logging.jsonl" <<'P' && ok || bad "ms-swift command line: wrong step count"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert rows[-1]["global_step/max_steps"] == "3/3", rows[-1]
+P
+
+# 2d. Mixed-precision switches: --bf16/--fp16 over float32 weights (LoRA), --lora_dtype, and their conflicts.
+run lora_fp16 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora --dataset swift/arithmetic#8 --max_steps 2 \
+  --per_device_train_batch_size 2 --torch_dtype float32 --fp16 true --lora_dtype bfloat16 --save_steps 2 \
+  --output_dir "$TMP/lora_fp16" --add_version false
+grep -q '"loss_scale"' "$TMP/lora_fp16/checkpoint-2/trainer_state.json" && ok || bad "--fp16 true did not scale the loss"
+"$PY" - "$TMP/lora_fp16/checkpoint-2/adapter_model.safetensors" <<'P' && ok || bad "--lora_dtype bfloat16 not honoured"
+import json, struct, sys
+data = open(sys.argv[1], "rb").read()
+header = json.loads(data[8:8 + struct.unpack("<Q", data[:8])[0]])
+dtypes = {v["dtype"] for k, v in header.items() if k != "__metadata__"}
+assert dtypes == {"BF16"}, dtypes
+P
+run bf16_fp16 2 "$SWIFT" sft --model "$TMP/untrained" --dataset swift/arithmetic#8 --max_steps 1 --bf16 true --fp16 true
+has bf16_fp16_msg "--bf16 and --fp16 are both true" err
+run bf16_vs_dtype 2 "$SWIFT" sft --model "$TMP/untrained" --dataset swift/arithmetic#8 --max_steps 1 --bf16 true --torch_dtype float16
+has bf16_vs_dtype_msg "contradicts --torch_dtype" err
+
 # 3. pt on plain text, and a YAML config with old flag names (sft_type, batch_size).
 printf '{"text": "The quick brown fox jumps over the lazy dog."}\n{"text": "Pack my box with five dozen liquor jugs."}\n' > "$TMP/pt.jsonl"
 run pt 0 "$SWIFT" pt --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --max_steps 2 --output_dir "$TMP/pt" --add_version false
