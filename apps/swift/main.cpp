@@ -19,7 +19,7 @@ namespace {
 void print_usage() {
   std::cout << "swift " << SWIFT_VERSION << ": native LLM fine-tuning toolkit (ms-swift command lines, LibTorch)\n\n"
             << "usage: swift <command> [config.yaml] [--flag value ...]\n\ncommands:\n";
-  for (const auto& c : swift::recipes::commands()) std::printf("  %-8s %s\n", c.name.c_str(), c.summary.c_str());
+  for (const auto& c : swift::recipes::commands()) std::printf("  %-10s %s\n", c.name.c_str(), c.summary.c_str());
   std::cout << "\n'swift <command> --help' lists a command's flags. 'swift --version' prints the version.\n";
 }
 

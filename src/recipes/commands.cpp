@@ -10,6 +10,8 @@ const std::vector<Command>& commands() {
       {"infer", "Chat with a model, or answer every row of --val_dataset into a JSONL file.", infer_flags, run_infer},
       {"export", "Write a model as a Hugging Face folder: re-shard, cast dtype, or initialise from config.json.",
        export_flags, run_export},
+      {"merge-lora", "Fold a LoRA/DoRA adapter into its base model (swift export --merge_lora true; ms-swift's alias).",
+       export_flags, run_merge_lora},
       {"deploy", "Serve a model behind the OpenAI API (chat, completions, streaming) with continuous batching.",
        deploy_flags, run_deploy},
   };

@@ -65,6 +65,12 @@ std::vector<cli::FlagSpec> export_flags() {
   return flags;
 }
 
+int run_merge_lora(const std::vector<std::string>& args) {
+  std::vector<std::string> with_merge = {"--merge_lora", "true"};
+  with_merge.insert(with_merge.end(), args.begin(), args.end());
+  return run_export(with_merge);
+}
+
 int run_export(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("export", export_flags(), args);
   const auto setup = apply_common_flags(flags);

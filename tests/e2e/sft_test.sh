@@ -62,7 +62,7 @@ run dora 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora --use_dora tr
 grep -q '"use_dora": true' "$TMP/dora/checkpoint-3/adapter_config.json" && ok || bad "dora adapter_config lacks use_dora"
 grep -q 'lora_magnitude_vector' "$TMP/dora/checkpoint-3/adapter_model.safetensors" && ok || bad "dora adapter has no magnitudes"
 run infer_dora 0 "$SWIFT" infer --adapters "$TMP/dora/checkpoint-3" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/dora.jsonl" --max_new_tokens 4
-run merge_dora 0 "$SWIFT" export --adapters "$TMP/dora/checkpoint-3" --merge_lora true --output_dir "$TMP/dora-merged"
+run merge_dora 0 "$SWIFT" merge-lora --ckpt_dir "$TMP/dora/checkpoint-3" --output_dir "$TMP/dora-merged"  # ms-swift's alias
 run infer_dora_merged 0 "$SWIFT" infer --model "$TMP/dora-merged" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/dora-merged.jsonl" --max_new_tokens 4
 "$PY" -c "
 import json,sys

@@ -23,6 +23,8 @@ std::vector<cli::FlagSpec> export_flags();
 int run_export(const std::vector<std::string>& args);
 // export --to_cached_dataset true: tokenise the dataset once into a cached dataset (src/recipes/cached_dataset.cpp).
 int export_cached_dataset(const cli::Flags& flags);
+// merge-lora: ms-swift's alias of export --merge_lora true.
+int run_merge_lora(const std::vector<std::string>& args);
 
 // infer: interactive chat, or batch answers for --val_dataset into --result_path.
 std::vector<cli::FlagSpec> infer_flags();
