@@ -207,6 +207,11 @@ std::unique_ptr<Job> CompletionService::submit(std::unique_ptr<Job> job, const S
   job->return_details_ = f.return_details;
   job->prompt_logprobs_ = f.prompt_logprobs;
   if (!scheduler_.accepting()) throw ApiError(503, "the server is shutting down", "", "service_unavailable", "server_error");
+  // More sequences (prompts x n) than the whole waiting queue holds could never be accepted: a 400, not a 429.
+  if (specs.size() > scheduler_.max_waiting())
+    throw ApiError(400, "the request asks for " + std::to_string(specs.size()) + " sequences (prompts x n); the server queues at most " +
+                            std::to_string(scheduler_.max_waiting()),
+                   "n", "invalid_value");
   job->stream_ = scheduler_.submit(std::move(specs));
   if (!job->stream_) {
     if (!scheduler_.accepting())
@@ -237,6 +242,9 @@ int64_t Job::pump(std::chrono::milliseconds wait) {
   auto event = stream_->next(wait);
   if (!event) return -1;
   auto& s = *sequences_.at(event->index);
+  // The scheduler's error path can report a sequence that already finished a second time: the first report
+  // stands, or the client would see an error after the finish.
+  if (s.finished) return -1;
   switch (event->kind) {
     case SequenceEvent::Kind::kPromptLogprobs:
       s.prompt_logprobs = std::move(event->prompt_logprobs);

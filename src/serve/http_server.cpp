@@ -8,6 +8,10 @@
 
 #include <httplib.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/serve/completion_service.h"
@@ -20,6 +24,7 @@ struct HttpServer::Impl {
   CompletionService& service;
   HttpOptions options;
   httplib::Server server;
+  std::atomic<bool> serving{false}, stop_requested{false};
   Impl(CompletionService& s, HttpOptions o) : service(s), options(std::move(o)) {}
 };
 
@@ -150,8 +155,18 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::serve() { impl_->server.listen_after_bind(); }
+void HttpServer::serve() {
+  impl_->serving = true;
+  if (!impl_->stop_requested) impl_->server.listen_after_bind();
+  impl_->serving = false;
+}
 
-void HttpServer::stop() { impl_->server.stop(); }
+void HttpServer::stop() {
+  impl_->stop_requested = true;
+  // httplib ignores stop() until listen_after_bind() has marked itself running, so a signal arriving just as the
+  // server starts would be lost (and a second one would leave it answering 503 forever): wait for that moment.
+  while (impl_->serving && !impl_->server.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl_->server.stop();
+}
 
 }  // namespace swift::serve

@@ -103,8 +103,12 @@ SamplingFields sampling_fields(const json& j, const ProtocolLimits& limits) {
     } else {
       bad("stop", "'stop' must be a string or a list of strings");
     }
-    for (const auto& w : s.stop)
+    // Every generated token is checked against every stop string: bound the work one request can ask for.
+    if (s.stop.size() > 16) bad("stop", "'stop' takes at most 16 strings");
+    for (const auto& w : s.stop) {
       if (w.empty()) bad("stop", "'stop' strings must not be empty");
+      if (w.size() > 512) bad("stop", "'stop' strings must be at most 512 bytes");
+    }
   }
   if (present(j, "stop_token_ids")) {
     if (!j["stop_token_ids"].is_array()) bad("stop_token_ids", "'stop_token_ids' must be a list of token ids");

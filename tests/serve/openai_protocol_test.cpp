@@ -96,6 +96,13 @@ TEST(OpenAIProtocol, RefusesBadRequestsNamingTheField) {
     EXPECT_EQ(e.param, c.param);
     EXPECT_EQ(e.type, "invalid_request_error");
   }
+  // Stop strings are checked against every generated token: their number and length are bounded.
+  std::string many = R"({"prompt": "x", "stop": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? "," : "") + "\"s" + std::to_string(i) + "\"";
+  many += "]}";
+  EXPECT_EQ(error_of(many, false).param, "stop");
+  const std::string long_stop = R"({"prompt": "x", "stop": ")" + std::string(513, 'a') + R"("})";
+  EXPECT_EQ(error_of(long_stop, false).param, "stop");
 }
 
 TEST(OpenAIProtocol, ErrorJsonHasOpenAIsShape) {

@@ -19,7 +19,6 @@ namespace {
 struct Outcome {
   std::vector<int64_t> tokens;  // without a stop token
   std::string finish_reason;
-  size_t first_tokens_seen = 0;
 };
 
 // Drains a stream until its `n` sequences finished; on_event sees every event first.
@@ -116,16 +115,24 @@ TEST(Scheduler, ALateRequestJoinsTheRunningBatch) {
   const auto late_alone = gen.generate({late_prompt}, p)[0].tokens;
 
   serve::Scheduler scheduler(m, {});
-  auto first = scheduler.submit({spec(long_prompt, 40)});
-  std::shared_ptr<serve::RequestStream> second;
+  // The first sequence runs until it is cancelled, so the late one surely finds it running (a bounded first
+  // sequence could finish before this thread reads its third token, however fast the machine).
+  auto first = scheduler.submit({spec(long_prompt, 100000)});
+  std::vector<Outcome> late;
   size_t long_seen = 0;
   auto got = collect(*first, 1, [&](const serve::SequenceEvent& e) {
-    if (e.kind != serve::SequenceEvent::Kind::kToken) return;
-    if (++long_seen == 3) second = scheduler.submit({spec(late_prompt, 5)});
+    if (e.kind != serve::SequenceEvent::Kind::kToken || ++long_seen != 3) return;
+    auto second = scheduler.submit({spec(late_prompt, 5)});
+    late = collect(*second, 1);
+    first->cancel();
   });
-  auto late = collect(*second, 1);
-  EXPECT_EQ(got[0].tokens, long_alone);
+  ASSERT_EQ(late.size(), 1u);
   EXPECT_EQ(late[0].tokens, late_alone);
+  // The first sequence's tokens, batched with the late one, equal it generated alone (as far as both go).
+  const size_t common = std::min(got[0].tokens.size(), long_alone.size());
+  EXPECT_GE(common, 8u);
+  EXPECT_EQ(std::vector<int64_t>(got[0].tokens.begin(), got[0].tokens.begin() + static_cast<long>(common)),
+            std::vector<int64_t>(long_alone.begin(), long_alone.begin() + static_cast<long>(common)));
   EXPECT_EQ(scheduler.stats().largest_batch, 2);  // joined, not queued behind the long one
 }
 

@@ -92,6 +92,7 @@ class Scheduler {
   // joins the thread. Idempotent.
   void shutdown(bool drain = true);
   bool accepting() const;
+  size_t max_waiting() const { return options_.max_waiting; }
   SchedulerStats stats() const;
 
  private:
