@@ -25,11 +25,11 @@ struct Job::Sequence {
   int64_t generated = 0;        // generated ids, with a stop token
   std::vector<model::TokenLogprob> logprobs;  // one per id in `tokens`
   size_t logprobs_sent = 0;
+  size_t text_offset = 0;  // completions logprobs: text_offset of the next token (streamed chunks continue it)
   std::optional<std::vector<model::TokenLogprob>> prompt_logprobs;
   bool stopped = false;          // a stop string matched: later tokens are ignored
   std::string finish_reason;     // set when finished
   bool finished = false;
-  bool role_sent = false;
 };
 
 namespace {
@@ -277,7 +277,7 @@ int64_t Job::pump(std::chrono::milliseconds wait) {
   return static_cast<int64_t>(event->index);
 }
 
-json Job::logprobs_json(const Sequence& s, size_t from) const {
+json Job::logprobs_json(const Sequence& s, size_t from, size_t* text_offset) const {
   auto token_text = [&](int64_t id) { return tokenizer_.decode(std::vector<int64_t>{id}); };
   if (kind_ == Kind::kChat) {
     json content = json::array();
@@ -295,7 +295,7 @@ json Job::logprobs_json(const Sequence& s, size_t from) const {
   }
   // Completions: parallel lists; with echo the prompt's tokens come first (the first without a logprob).
   json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), offsets = json::array();
-  size_t offset = 0;
+  size_t offset = text_offset ? *text_offset : 0;
   auto add = [&](int64_t id, const json& lp, const json& top) {
     const auto text = token_text(id);
     tokens.push_back(text);
@@ -316,6 +316,7 @@ json Job::logprobs_json(const Sequence& s, size_t from) const {
       for (const auto& t : *s.prompt_logprobs) add(t.token, t.logprob, top_map(t));
   }
   for (size_t i = from; i < s.logprobs.size(); ++i) add(s.logprobs[i].token, s.logprobs[i].logprob, top_map(s.logprobs[i]));
+  if (text_offset) *text_offset = offset;
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top_logprobs}, {"text_offset", offsets}};
 }
 
@@ -391,17 +392,19 @@ json Job::chunk(size_t index, const std::string& text, const json& logprobs, con
     c["text"] = text;
   }
   if (return_details_ && finish_reason.is_string()) c["token_ids"] = s.tokens;
-  return {{"id", id_},
+  json out = {{"id", id_},
           {"object", kind_ == Kind::kChat ? "chat.completion.chunk" : "text_completion"},
           {"created", created_},
           {"model", model_},
           {"choices", json::array({c})}};
+  // With include_usage, OpenAI sends "usage": null on every chunk but the final usage chunk.
+  if (include_usage_) out["usage"] = nullptr;
+  return out;
 }
 
 bool Job::stream(const std::function<bool(const std::string&)>& write) {
   if (kind_ == Kind::kChat) {  // the assistant role first, as OpenAI does
     for (size_t i = 0; i < sequences_.size(); ++i) {
-      sequences_[i]->role_sent = true;
       if (!write(sse(chunk(i, "", nullptr, nullptr, true)))) return cancel(), false;
     }
   } else if (!echo_.empty()) {
@@ -420,7 +423,7 @@ bool Job::stream(const std::function<bool(const std::string&)>& write) {
         continue;
       }
       const std::string piece = ready > s.sent ? s.text.substr(s.sent, ready - s.sent) : std::string();
-      json lp = logprobs_ ? logprobs_json(s, s.logprobs_sent) : json(nullptr);
+      json lp = logprobs_ ? logprobs_json(s, s.logprobs_sent, &s.text_offset) : json(nullptr);
       s.logprobs_sent = s.logprobs.size();
       s.sent = std::max(s.sent, ready);
       if (!piece.empty() || new_logprobs)

@@ -116,6 +116,7 @@ check("chat stream finish", finals == [choice["finish_reason"]], finals)
 check("chat stream usage", chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] == u["completion_tokens"],
       chunks[-1])
 check("chat stream object", all(c["object"] == "chat.completion.chunk" for c in chunks), chunks[0])
+check("chat stream usage null until the last", all("usage" in c and c["usage"] is None for c in chunks[:-1]), chunks[0])
 
 # --- chat logprobs
 status, body, _ = post(CHAT, {"messages": hello, "max_tokens": 4, "logprobs": True, "top_logprobs": 3})
@@ -146,6 +147,13 @@ lps = c5["choices"][0]["logprobs"]
 check("cmpl echo", c5["choices"][0]["text"] == "Once upon a time" + c1["choices"][0]["text"], c5)
 check("cmpl echo logprobs", lps["token_logprobs"][0] is None and len(lps["tokens"]) == len(ids) + len(c1["choices"][0]["token_ids"])
       and all(t is None or len(t) >= 1 for t in lps["top_logprobs"]), lps)
+# streamed completion logprobs: text_offset continues across chunks and equals the non-streamed one
+chunks, done = stream(CMPL, {"prompt": "Once upon a time", "max_tokens": 5, "logprobs": 1, "stream": True})
+streamed_offsets = [o for c in chunks if c["choices"] and c["choices"][0]["logprobs"]
+                    for o in c["choices"][0]["logprobs"]["text_offset"]]
+status, c7, _ = post(CMPL, {"prompt": "Once upon a time", "max_tokens": 5, "logprobs": 1})
+check("cmpl stream text_offset", done and len(streamed_offsets) >= 2
+      and streamed_offsets == c7["choices"][0]["logprobs"]["text_offset"], (streamed_offsets, c7["choices"][0]["logprobs"]))
 status, c6, _ = post(CMPL, {"prompt": ids, "max_tokens": 2, "prompt_logprobs": 2})
 pl = c6["choices"][0]["prompt_logprobs"]
 check("prompt_logprobs", pl[0] is None and len(pl) == len(ids)

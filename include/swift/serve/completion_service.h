@@ -91,7 +91,9 @@ class Job {
   nlohmann::json chunk(size_t index, const std::string& text, const nlohmann::json& logprobs,
                        const nlohmann::json& finish_reason, bool first) const;
   nlohmann::json usage() const;
-  nlohmann::json logprobs_json(const Sequence& s, size_t from) const;
+  // Logprobs of tokens from `from` on. Completions number text_offset from *text_offset (0 when null) and
+  // advance it, so streamed chunks continue where the previous one ended.
+  nlohmann::json logprobs_json(const Sequence& s, size_t from, size_t* text_offset = nullptr) const;
 
   Kind kind_;
   const tokenizer::Tokenizer& tokenizer_;
