@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "swift/core/error.h"
+#include "swift/model/autocast.h"
 
 namespace swift::model {
 
@@ -60,12 +61,14 @@ struct RngState {
 };
 
 // What backward needs besides the saved input: the layer, the shared attention inputs, the trainable parameters
-// (in the order they were passed to apply) and the RNG state the forward pass started from.
+// (in the order they were passed to apply), the RNG state the forward pass started from and the autocast dtype
+// it ran under (backward runs outside the forward's autocast scope, as torch.utils.checkpoint also handles).
 struct CheckpointState : torch::CustomClassHolder {
   std::shared_ptr<DecoderLayerImpl> layer;
   AttentionInputs in;
   std::vector<at::Tensor> params;
   RngState rng;
+  std::optional<c10::ScalarType> autocast;
 };
 
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
@@ -75,6 +78,7 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList /*params*/,
                             const c10::intrusive_ptr<CheckpointState>& state) {
     state->rng = RngState::capture(x.device());
+    state->autocast = AutocastScope::current(x.device().type());
     ctx->save_for_backward({x});
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     return state->layer->forward(x, state->in);
@@ -112,6 +116,7 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       const RngState now = RngState::capture(x.device());
       state->rng.restore();
       at::AutoGradMode grad_mode(true);
+      const AutocastScope autocast(x.device().type(), state->autocast);
       y = state->layer->forward(xd, state->in);
       now.restore();
     }

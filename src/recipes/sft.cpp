@@ -2,7 +2,6 @@
 // Top to bottom: flags -> run folder -> model (+ LoRA) -> data -> optimizer and schedule -> loop -> save.
 // pt is the same job with plain text instead of a chat template and loss on every token.
 #include <ATen/ATen.h>
-#include <ATen/autocast_mode.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/serialize.h>
 #include <torch/utils.h>
@@ -23,6 +22,7 @@
 #include "swift/core/progress.h"
 #include "swift/data/dataset.h"
 #include "swift/io/hf_config.h"
+#include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/family_registry.h"
 #include "swift/recipes/commands.h"
@@ -130,33 +130,6 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
   return flags;
 }
 
-// bf16 compute over fp32 master weights (full fine-tuning with --torch_dtype bfloat16): LibTorch's autocast
-// runs matmuls in bf16 while parameters, gradients and AdamW state stay fp32. Scoped to one forward pass.
-class AutocastScope {
- public:
-  AutocastScope(c10::DeviceType device, std::optional<c10::ScalarType> dtype) : device_(device), active_(dtype.has_value()) {
-    if (!active_) return;
-    was_enabled_ = at::autocast::is_autocast_enabled(device_);
-    previous_dtype_ = at::autocast::get_autocast_dtype(device_);
-    at::autocast::set_autocast_dtype(device_, *dtype);
-    at::autocast::set_autocast_enabled(device_, true);
-  }
-  ~AutocastScope() {
-    if (!active_) return;
-    at::autocast::set_autocast_enabled(device_, was_enabled_);
-    at::autocast::set_autocast_dtype(device_, previous_dtype_);
-    at::autocast::clear_cache();  // cached bf16 copies of the weights are stale after the optimizer step
-  }
-  AutocastScope(const AutocastScope&) = delete;
-  AutocastScope& operator=(const AutocastScope&) = delete;
-
- private:
-  c10::DeviceType device_;
-  bool active_;
-  bool was_enabled_ = false;
-  c10::ScalarType previous_dtype_ = c10::kBFloat16;
-};
-
 // The model inputs of a training batch. Rows are right-padded, so causal attention alone already keeps every
 // real token from seeing a pad (pads come after it); the padding mask is left out, which lets attention run
 // its fused causal kernel instead of a masked one. Pad positions compute garbage that no label reads.
@@ -229,7 +202,7 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
       args.position_ids = batch.position_ids.to(job.model->device());
       args.segment_ids = batch.segment_ids.to(job.model->device());
     }
-    AutocastScope autocast(job.model->device().type(), job.autocast);
+    model::AutocastScope autocast(job.model->device().type(), job.autocast);
     auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
                                                        [&](const at::Tensor& h) { return job.model->logits(h); });
     loss += sums.loss_sum.item<double>();
@@ -633,7 +606,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
       {
-        AutocastScope autocast(job.model->device().type(), job.autocast);
+        model::AutocastScope autocast(job.model->device().type(), job.autocast);
         sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
                                                       [&](const at::Tensor& h) { return job.model->logits(h); });
       }

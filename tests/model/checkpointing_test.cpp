@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "swift/model/autocast.h"
 #include "swift/model/checkpointing.h"
 #include "swift/tuners/lora.h"
 #include "test_util.h"
@@ -54,14 +55,20 @@ model::ForwardArgs batch(bool padded) {
   return args;
 }
 
-Result train_step(model::CausalLM& m, bool checkpointing, bool padded, uint64_t seed = 1234) {
+// autocast: the forward pass runs under that mixed-precision dtype, as swift sft's; backward runs outside it.
+Result train_step(model::CausalLM& m, bool checkpointing, bool padded, uint64_t seed = 1234,
+                  std::optional<c10::ScalarType> autocast = std::nullopt) {
   m->zero_grad();
   for (auto& p : m->parameters()) p.mutable_grad() = at::Tensor();
   m->set_gradient_checkpointing(checkpointing);
   m->train();
   at::manual_seed(seed);
   auto args = batch(padded);
-  auto logits = m->forward(args);
+  at::Tensor logits;
+  {
+    const model::AutocastScope scope(c10::DeviceType::CPU, autocast);
+    logits = m->forward(args).to(at::kFloat);
+  }
   auto gen = at::make_generator<at::CPUGeneratorImpl>(5);
   auto labels = at::randint(0, 128, {2 * 14}, gen, at::TensorOptions().dtype(at::kLong));
   Result r;
@@ -106,6 +113,16 @@ TEST_P(CheckpointingTest, FullFineTuningGradientsMatch) {
     expect_same(plain, ckpt, GetParam() + (padded ? " padded" : " causal"));
     for (const auto& [name, g] : ckpt.grads) EXPECT_TRUE(g.defined()) << name;
   }
+}
+
+// bf16 compute over fp32 weights (--torch_dtype bfloat16 full fine-tuning): the recomputation in backward must run
+// under the forward's autocast dtype, or the gradients belong to an fp32 layer the forward never ran.
+TEST_P(CheckpointingTest, AutocastGradientsMatch) {
+  auto m = test::random_model(test::tiny_config(GetParam()), 3);
+  const auto plain = train_step(m, false, false, 1234, c10::kBFloat16);
+  const auto ckpt = train_step(m, true, false, 1234, c10::kBFloat16);
+  EXPECT_EQ(ckpt.checkpoint_nodes, m->config().num_hidden_layers);
+  expect_same(plain, ckpt, GetParam() + " bf16 autocast");
 }
 
 TEST_P(CheckpointingTest, LoraWithDropoutGradientsMatch) {
