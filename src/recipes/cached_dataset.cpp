@@ -34,41 +34,20 @@ int export_cached_dataset(const cli::Flags& flags) {
   // The tokenizer and template, chosen as swift sft chooses them.
   const auto config = model::load_model_config(model_dir);
   const auto tok = with_context("loading the tokenizer of " + model_dir.string(), [&] { return tokenizer::Tokenizer::load(model_dir); });
-  templates::TemplateOptions options;
-  if (flags.given("system")) options.system = flags.str("system");
-  options.loss_rule = templates::parse_loss_rule(flags.str("loss_scale"));
-  std::string template_name;
-  std::unique_ptr<templates::Template> chat;
-  if (flags.boolean("use_chat_template")) {
-    const auto* family = model::find_model_family(config.model_type, {});
-    const auto choice = templates::choose_template(flags.str("template"), {model_dir}, family ? family->default_template : "",
-                                                   "the default for model_type " + config.model_type);
-    template_name = choice.name;
-    chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *tok, options);
-  } else {
-    chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), *tok, options);
-  }
-  int64_t max_length = flags.integer("max_length");
-  if (max_length <= 0) max_length = config.max_position_embeddings;
-  const auto truncation = train::parse_truncation(flags.str("truncation_strategy"));
-  const int num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
-  const auto data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
+  const auto chat = training_template(flags, *tok, model_dir, config.model_type);
+  const EncodeSettings enc = encode_settings(flags, config.max_position_embeddings);
 
-  const TrainRows rows = load_train_rows(flags, data_seed);
-  train::CacheInfo info;
-  info.template_name = template_name;
+  const TrainRows rows = load_train_rows(flags, enc.data_seed);
+  train::CacheInfo info = cache_identity(flags, chat.name, *tok);
   info.model = fs::absolute(model_dir).lexically_normal().string();
-  info.tokenizer_fingerprint = train::tokenizer_fingerprint(*tok);
-  info.loss_scale = flags.str("loss_scale");
-  info.system = options.system;
-  info.max_length = max_length;
+  info.max_length = enc.max_length;
   info.truncation_strategy = flags.str("truncation_strategy");
 
   AtomicDir out(output);  // a crash never leaves a half-written cache
   auto write_split = [&](const std::vector<nlohmann::json>& split_rows, const std::string& split, const std::string& what,
                          std::vector<std::string> specs) {
     train::EncodeReport report;
-    const auto examples = train::encode_rows(split_rows, *chat, max_length, truncation, report, what, num_proc);
+    const auto examples = train::encode_rows(split_rows, *chat.chat, enc.max_length, enc.truncation, report, what, enc.num_proc);
     train::CacheInfo split_info = info;
     split_info.split = split;
     split_info.datasets = std::move(specs);

@@ -15,6 +15,8 @@
 #include "swift/model/init_weights.h"
 #include "swift/io/hf_config.h"
 #include "swift/recipes/commands.h"
+#include "swift/recipes/inference_setup.h"
+#include "swift/recipes/train_rows.h"
 #include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
@@ -44,21 +46,11 @@ std::vector<cli::FlagSpec> export_flags() {
       {"merge_lora", FlagType::kBool, "false", "fold --adapters into the weights and write a plain model folder"},
       {"to_cached_dataset", FlagType::kBool, "false",
        "tokenise --dataset once into --output_dir/train (and val/) for swift sft --cached_dataset"},
-      {"dataset", FlagType::kList, "", "--to_cached_dataset: training data (as swift sft)"},
-      {"val_dataset", FlagType::kList, "", "--to_cached_dataset: validation data, written to val/"},
-      {"split_dataset_ratio", FlagType::kFloat, "0", "--to_cached_dataset: hold out this fraction of --dataset into val/"},
-      {"columns", FlagType::kString, "", "--to_cached_dataset: rename columns first, as JSON"},
-      {"model_name", FlagType::kList, "", "--to_cached_dataset with swift/self-cognition: the model's name"},
-      {"model_author", FlagType::kList, "", "--to_cached_dataset with swift/self-cognition: the author"},
-      {"template", FlagType::kString, "", "--to_cached_dataset: chat template (default: as swift sft chooses)"},
-      {"system", FlagType::kString, "", "--to_cached_dataset: system prompt replacing the template's default"},
-      {"use_chat_template", FlagType::kBool, "true", "--to_cached_dataset: false encodes plain text (as swift pt)"},
-      {"loss_scale", FlagType::kString, "default", "--to_cached_dataset: which tokens carry loss: default, last_round, all"},
-      {"max_length", FlagType::kInt, "0", "--to_cached_dataset: tokens per sample at most (0: max_position_embeddings)"},
-      {"truncation_strategy", FlagType::kString, "delete", "--to_cached_dataset: longer samples: delete, left or right"},
-      {"dataset_num_proc", FlagType::kInt, "1", "--to_cached_dataset: threads that tokenise"},
-      {"data_seed", FlagType::kInt, "", "--to_cached_dataset: seed for #N sampling and the split (default: --seed)"},
   };
+  for (auto f : dataset_flags(/*pretrain=*/false)) {  // as swift sft reads and encodes them
+    f.help = "--to_cached_dataset: " + f.help;
+    flags.push_back(f);
+  }
   for (auto& f : cli::common_flags()) flags.push_back(f);
   for (auto& f : flags)
     if (f.name == "device") f.default_value = "cpu";  // exporting is host work
@@ -80,14 +72,7 @@ int run_export(const std::vector<std::string>& args) {
   SWIFT_CHECK(adapters.empty() || flags.boolean("merge_lora"), UsageError,
               "swift export --adapters needs --merge_lora true", "the adapter folder is already a PEFT adapter; "
               "--merge_lora true writes base + adapter as one model");
-  std::string model_dir = flags.str("model");
-  if (model_dir.empty() && !adapters.empty()) {  // the training run recorded its base model
-    const fs::path args_path = fs::path(adapters.front()) / "args.json";
-    if (fs::exists(args_path)) {
-      const auto saved = io::read_json_file(args_path);
-      if (saved.contains("model") && saved["model"].is_string()) model_dir = saved["model"].get<std::string>();
-    }
-  }
+  const std::string model_dir = arg_or(flags, checkpoint_args(adapters), "model");  // the run recorded its base
   SWIFT_CHECK(!model_dir.empty(), UsageError, "swift export needs --model",
               "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
   fs::path output = flags.str("output_dir");

@@ -55,9 +55,6 @@ std::optional<bool> optional_bool(const cli::Flags& flags, const std::string& na
   throw UsageError("--" + name + " expects true or false, got '" + v + "'", "e.g. --" + name + " false");
 }
 
-namespace {
-
-// A checkpoint's args.json (written by swift sft or ms-swift), or an empty object.
 json checkpoint_args(const std::vector<std::string>& adapters) {
   if (adapters.empty()) return json::object();
   const fs::path path = fs::path(adapters.front()) / "args.json";
@@ -68,8 +65,6 @@ std::string arg_or(const cli::Flags& flags, const json& saved, const std::string
   if (flags.given(name) || !saved.contains(name) || !saved[name].is_string()) return flags.str(name);
   return saved[name].get<std::string>();
 }
-
-}  // namespace
 
 InferenceModel load_inference_model(const cli::Flags& flags, const CommonSetup& setup) {
   const std::string command = flags.command();
@@ -89,11 +84,11 @@ InferenceModel load_inference_model(const cli::Flags& flags, const CommonSetup& 
   SWIFT_CHECK(flags.str("infer_backend") == "pt", UsageError,
               "--infer_backend " + flags.str("infer_backend") + " is not available in swift",
               "use --infer_backend pt (LibTorch, CPU or CUDA)");
+  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder for now", "merge adapters with swift export first");
   model::LoadOptions load;
   load.dtype = parse_dtype(flags.str("torch_dtype"));
   load.device = parse_device(setup.device);
   m.model = model::load_model(m.model_dir, load);
-  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder for now", "merge adapters with swift export first");
   for (const auto& dir : adapters) {
     const auto config = with_context("loading adapter " + dir, [&] { return tuners::load_adapter(m.model, dir); });
     log_info("adapter ", dir, ": LoRA r=", config.r, " on ", tuners::lora_modules(m.model).size(), " modules");

@@ -60,22 +60,11 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"model", FlagType::kString, "", "Hugging Face model folder to start from"},
       {"init_strategy", FlagType::kString, "", "train from scratch: initialise a folder that has only config.json"},
       {"train_type", FlagType::kString, pretrain ? "full" : "lora", "full or lora", {"tuner_type", "sft_type"}},
-      {"dataset", FlagType::kList, "", "training data: .jsonl/.json/.csv files (path#N samples N rows) or built-ins "
-                                       "(swift/self-cognition, swift/arithmetic)"},
-      {"val_dataset", FlagType::kList, "", "validation data (same forms)"},
-      {"split_dataset_ratio", FlagType::kFloat, "0", "hold out this fraction of --dataset for validation"},
-      {"columns", FlagType::kString, "", "rename columns first, as JSON: '{\"src\": \"query\", \"tgt\": \"response\"}'"},
-      {"model_name", FlagType::kList, "", "for swift/self-cognition: the model's name (Chinese, then English)"},
-      {"model_author", FlagType::kList, "", "for swift/self-cognition: the author (Chinese, then English)"},
-      {"template", FlagType::kString, "", "chat template (default: the checkpoint's args.json, else the family's)"},
-      {"system", FlagType::kString, "", "system prompt replacing the template's default"},
-      {"use_chat_template", FlagType::kBool, pretrain ? "false" : "true", "false: plain text, as pretraining"},
-      {"loss_scale", FlagType::kString, pretrain ? "all" : "default", "which tokens carry loss: default, last_round, all"},
-      {"max_length", FlagType::kInt, "0", "tokens per sample at most (0: the model's max_position_embeddings)"},
-      {"truncation_strategy", FlagType::kString, "delete", "longer samples: delete, left or right"},
+  };
+  for (auto& f : dataset_flags(pretrain)) flags.push_back(f);
+  std::vector<cli::FlagSpec> training = {
       {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
       {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)"},
-      {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
       {"lazy_tokenize", FlagType::kBool, "false", "encode each row when its batch is drawn instead of all up front"},
       {"streaming", FlagType::kBool, "false", "read --dataset row by row while training (.jsonl line by line; needs --max_steps)"},
       {"shuffle_buffer_size", FlagType::kInt, "1000", "--streaming: rows held for shuffling (1: file order)"},
@@ -116,7 +105,6 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"save_steps", FlagType::kInt, "500", "save a checkpoint every N steps (and always at the end)"},
       {"save_total_limit", FlagType::kInt, "0", "keep only the newest N checkpoints (0: all)"},
       {"save_only_model", FlagType::kBool, "false", "checkpoints without optimizer and trainer state"},
-      {"data_seed", FlagType::kInt, "", "seed for data order and sampling (default: --seed)"},
       {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
       {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
       {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
@@ -126,6 +114,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
   };
+  for (auto& f : training) flags.push_back(f);
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
 }
@@ -195,13 +184,7 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
     for (size_t i = start; i < std::min(job.val.size(), start + static_cast<size_t>(batch_size)); ++i)
       items.push_back(&job.val[i]);
     auto batch = train::collate(items, job.pad_id);
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.to(job.model->device());
-    args.attention_mask = batch.attention_mask.to(job.model->device());
-    if (batch.segment_ids.defined()) {
-      args.position_ids = batch.position_ids.to(job.model->device());
-      args.segment_ids = batch.segment_ids.to(job.model->device());
-    }
+    const model::ForwardArgs args = forward_args(batch, job.model->device());
     model::AutocastScope autocast(job.model->device().type(), job.autocast);
     auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
                                                        [&](const at::Tensor& h) { return job.model->logits(h); });
@@ -312,20 +295,9 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   job.tokenizer = with_context("loading the tokenizer of " + job.model_dir.string(),
                                [&] { return tokenizer::Tokenizer::load(job.model_dir); });
 
-  templates::TemplateOptions options;
-  if (flags.given("system")) options.system = flags.str("system");
-  options.loss_rule = templates::parse_loss_rule(flags.str("loss_scale"));
-  if (flags.boolean("use_chat_template")) {
-    const auto* family = model::find_model_family(job.model->config().model_type, {});
-    const auto choice = templates::choose_template(flags.str("template"), {job.model_dir},
-                                                   family ? family->default_template : "",
-                                                   "the default for model_type " + job.model->config().model_type);
-    job.template_name = choice.name;
-    job.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *job.tokenizer, options);
-  } else {
-    job.template_name = "";
-    job.chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), *job.tokenizer, options);
-  }
+  auto chat = training_template(flags, *job.tokenizer, job.model_dir, job.model->config().model_type);
+  job.template_name = chat.name;
+  job.chat = std::move(chat.chat);
   job.pad_id = job.tokenizer->pad_id().value_or(job.tokenizer->eos_id().value_or(0));
 
   if (job.lora) {
@@ -366,12 +338,12 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
 
   // Data: rows encoded up front (in memory), read from --cached_dataset, encoded as drawn (--lazy_tokenize),
   // or streamed (--streaming). Validation data is always encoded up front.
-  job.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : flags.integer("seed"));
-  const uint64_t data_seed = job.data_seed;
-  int64_t max_length = flags.integer("max_length");
-  if (max_length <= 0) max_length = job.model->config().max_position_embeddings;
-  const auto truncation = train::parse_truncation(flags.str("truncation_strategy"));
-  const int num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
+  const EncodeSettings enc = encode_settings(flags, job.model->config().max_position_embeddings);
+  job.data_seed = enc.data_seed;
+  const uint64_t data_seed = enc.data_seed;
+  const int64_t max_length = enc.max_length;
+  const auto truncation = enc.truncation;
+  const int num_proc = enc.num_proc;
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
   const bool lazy = flags.boolean("lazy_tokenize"), streaming = flags.boolean("streaming");
   const auto cached = flags.list("cached_dataset"), cached_val = flags.list("cached_val_dataset");
@@ -400,10 +372,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
 
   // A cache made with another tokenizer, template, --loss_scale or --system would train on wrong tokens.
   train::CacheInfo expected;
-  expected.template_name = job.template_name;
-  expected.loss_scale = flags.str("loss_scale");
-  if (flags.given("system")) expected.system = flags.str("system");
-  if (!cached.empty() || !cached_val.empty()) expected.tokenizer_fingerprint = train::tokenizer_fingerprint(*job.tokenizer);
+  if (!cached.empty() || !cached_val.empty()) expected = cache_identity(flags, job.template_name, *job.tokenizer);
   auto read_cached = [&](const std::vector<std::string>& dirs, const std::string& split, const std::string& flag) {
     std::vector<train::Example> out;
     for (const auto& dir : dirs) {
@@ -535,8 +504,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     schedule_options.min_lr_rate = flags.given("min_lr_rate") ? flags.number("min_lr_rate") : 0.1;
   const train::LrSchedule schedule(schedule_options);
   auto optimizer = make_optimizer(job.model, flags, lr);
-  std::vector<torch::Tensor> params;
-  for (auto& [name, tensor] : tuners::trainable_parameters(job.model)) params.push_back(tensor);
+  const std::vector<at::Tensor> params = optimizer->parameters();
 
   // Run folder.
   fs::path output_dir = flags.str("output_dir");
@@ -620,7 +588,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     // the schedule moves on and the scale backs off.
     const bool overflow = job.scaler && job.scaler->unscale(params);
     const double grad_norm = max_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, max_grad_norm)
-                                               : torch::nn::utils::clip_grad_norm_(params, 1e30);
+                                               : train::grad_norm(params);  // logged, nothing clipped
     optimizer->set_lr(schedule.lr(step));
     if (!overflow) optimizer->step();
     optimizer->zero_grad();

@@ -124,4 +124,12 @@ void AdamW::load(const std::filesystem::path& path) {
   }
 }
 
+double grad_norm(const std::vector<at::Tensor>& params) {
+  std::vector<at::Tensor> grads;
+  for (const auto& p : params)
+    if (p.grad().defined()) grads.push_back(p.grad());
+  if (grads.empty()) return 0.0;
+  return at::linalg_vector_norm(at::stack(at::_foreach_norm(grads)), 2).item<double>();
+}
+
 }  // namespace swift::train

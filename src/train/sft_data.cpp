@@ -165,23 +165,30 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
     b.position_ids = at::zeros({B, T}, at::kLong);
     b.segment_ids = at::full({B, T}, -1, at::kLong);
   }
+  // Fresh contiguous CPU tensors: each row is written straight into its slice (no temporary tensor per row),
+  // and the label count comes from the vectors rather than a reduction over the batch.
+  int64_t* ids = b.input_ids.data_ptr<int64_t>();
+  int64_t* labels = b.labels.data_ptr<int64_t>();
+  int64_t* mask = b.attention_mask.data_ptr<int64_t>();
   for (int64_t i = 0; i < B; ++i) {
     const auto& e = *examples[static_cast<size_t>(i)];
     const auto n = static_cast<int64_t>(e.input_ids.size());
-    b.input_ids[i].narrow(0, 0, n).copy_(at::tensor(e.input_ids, at::kLong));
-    b.labels[i].narrow(0, 0, n).copy_(at::tensor(e.labels, at::kLong));
-    b.attention_mask[i].narrow(0, 0, n).fill_(1);
+    std::copy(e.input_ids.begin(), e.input_ids.end(), ids + i * T);
+    std::copy(e.labels.begin(), e.labels.end(), labels + i * T);
+    std::fill(mask + i * T, mask + i * T + n, int64_t{1});
+    for (size_t t = 1; t < e.labels.size(); ++t) b.label_tokens += e.labels[t] != -100;  // after the shift
     if (packed) {
+      int64_t* positions = b.position_ids.data_ptr<int64_t>() + i * T;
+      int64_t* segments = b.segment_ids.data_ptr<int64_t>() + i * T;
       if (e.segments.empty()) {  // a plain example in a packed batch: one segment
-        b.position_ids[i].narrow(0, 0, n).copy_(at::arange(n, at::kLong));
-        b.segment_ids[i].narrow(0, 0, n).fill_(0);
+        std::iota(positions, positions + n, int64_t{0});
+        std::fill(segments, segments + n, int64_t{0});
       } else {
-        b.position_ids[i].narrow(0, 0, n).copy_(at::tensor(e.position_ids, at::kLong));
-        b.segment_ids[i].narrow(0, 0, n).copy_(at::tensor(e.segments, at::kLong));
+        std::copy(e.position_ids.begin(), e.position_ids.end(), positions);
+        std::copy(e.segments.begin(), e.segments.end(), segments);
       }
     }
   }
-  b.label_tokens = b.labels.narrow(1, 1, std::max<int64_t>(T - 1, 0)).ne(-100).sum().item<int64_t>();
   return b;
 }
 

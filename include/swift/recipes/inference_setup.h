@@ -46,6 +46,11 @@ InferenceModel load_inference_model(const cli::Flags& flags, const CommonSetup& 
 // of range.
 model::SamplingParams sampling_defaults(const cli::Flags& flags, const InferenceModel& m, uint64_t seed);
 
+// The args.json of the first adapter checkpoint (written by swift sft or ms-swift), or an empty object.
+nlohmann::json checkpoint_args(const std::vector<std::string>& adapters);
+// --name when given, else the checkpoint's recorded string value, else the flag's default.
+std::string arg_or(const cli::Flags& flags, const nlohmann::json& saved, const std::string& name);
+
 // "true"/"false" (or 1/0) of a string flag; nullopt when not given or empty.
 std::optional<bool> optional_bool(const cli::Flags& flags, const std::string& name);
 

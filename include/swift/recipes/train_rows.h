@@ -10,11 +10,23 @@
 #include <random>
 #include <vector>
 
+#include <filesystem>
+#include <memory>
+#include <string>
+
 #include "swift/cli/flags.h"
 #include "swift/core/error.h"
 #include "swift/data/dataset.h"
+#include "swift/template/template.h"
+#include "swift/train/dataset_cache.h"
+#include "swift/train/sft_data.h"
 
 namespace swift::recipes {
+
+// The flags that say which rows a job reads and how they are encoded: --dataset ... --data_seed. One table for
+// sft/pt and `export --to_cached_dataset`, so a cache is made exactly as training would encode. pretrain: pt's
+// defaults (plain text, loss on every token).
+std::vector<cli::FlagSpec> dataset_flags(bool pretrain);
 
 // --columns, --model_name, --model_author as data::load_datasets takes them.
 data::DatasetOptions dataset_options(const cli::Flags& flags, uint64_t data_seed);
@@ -33,6 +45,30 @@ std::vector<T> split_off_validation(std::vector<T>& items, double ratio, uint64_
   items.resize(items.size() - n_val);
   return val;
 }
+
+// How rows become examples, from the flags: --max_length (0: the model's max_position_embeddings),
+// --truncation_strategy, --dataset_num_proc threads, --data_seed (default --seed).
+struct EncodeSettings {
+  int64_t max_length = 0;
+  train::Truncation truncation = train::Truncation::kDelete;
+  int num_proc = 1;
+  uint64_t data_seed = 0;
+};
+EncodeSettings encode_settings(const cli::Flags& flags, int64_t max_position_embeddings);
+
+// The chat template a job encodes with: --template (else the model folder's args.json, else the family's
+// default for model_type) with --system and --loss_scale; plain text with --use_chat_template false (name "").
+struct TrainingTemplate {
+  std::string name;
+  std::unique_ptr<templates::Template> chat;
+};
+TrainingTemplate training_template(const cli::Flags& flags, const tokenizer::Tokenizer& tokenizer,
+                                   const std::filesystem::path& model_dir, const std::string& model_type);
+
+// What identifies an encoding in a cached dataset: the template, --loss_scale, --system and the tokenizer. The
+// export writes it, and training from a cache checks the cache against it.
+train::CacheInfo cache_identity(const cli::Flags& flags, const std::string& template_name,
+                                const tokenizer::Tokenizer& tokenizer);
 
 struct TrainRows {
   std::vector<nlohmann::json> train, val;

@@ -57,4 +57,8 @@ class AdamW {
   double lr_ = 0.0;
 };
 
+// The L2 norm of all the parameters' gradients together (what clip_grad_norm_ measures), without clipping:
+// logged when --max_grad_norm is 0. Parameters without a gradient count as zero.
+double grad_norm(const std::vector<at::Tensor>& params);
+
 }  // namespace swift::train
