@@ -176,19 +176,14 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
     }
     lora_a->weight.set_requires_grad(true);
     lora_b->weight.set_requires_grad(true);
-    // A branch follows the base layer's train/eval mode.
-    if (!linear->is_training()) {
-      lora_a->eval();
-      lora_b->eval();
-    }
-    at::Tensor magnitude;  // DoRA starts at ||W + scaling * B A|| per row, so the adapted weight is unchanged at step 0
-    if (config.use_dora) {
+    // (The branch's own train/eval mode is never read: LoraLinear::forward follows the base layer's.)
+    auto lora = std::make_shared<LoraLinear>(*linear, lora_a, lora_b, scaling, config.lora_dropout,
+                                             config.use_dora ? at::empty({out}, options) : at::Tensor());
+    if (config.use_dora) {  // DoRA starts at ||W + scaling * B A|| per row (fp32), so step 0 is the base model
       at::NoGradGuard no_grad;
-      auto delta = at::matmul(lora_b->weight.to(at::kFloat), lora_a->weight.to(at::kFloat));  // [out, in]
-      magnitude = at::linalg_vector_norm(linear->weight.to(at::kFloat) + scaling * delta, 2, {1}).to(options);
+      lora->magnitude.copy_(lora->weight_norm(*linear, at::kFloat));
     }
-    linear->adapter =
-        std::make_shared<LoraLinear>(*linear, lora_a, lora_b, scaling, config.lora_dropout, magnitude);
+    linear->adapter = lora;
     names.push_back(name);
   }
   return names;
@@ -270,8 +265,7 @@ int64_t merge_lora(model::CausalLM& model) {
     if (!lora) continue;
     // fp32 at least (bf16 rounding of the sum would be lossy); fp64 weights stay fp64.
     const auto dtype = at::promote_types(linear->weight.scalar_type(), at::kFloat);
-    auto delta = at::matmul(lora->lora_B->weight.to(dtype), lora->lora_A->weight.to(dtype));  // [out, in]
-    auto merged_weight = linear->weight.to(dtype) + delta * lora->scaling;
+    auto merged_weight = lora->adapted_weight(linear->weight.to(dtype));  // [out, in]
     if (lora->use_dora()) {
       // DoRA as PEFT merges it: each row of W + s B A rescaled to its trained magnitude (the bias is untouched).
       auto norm = at::linalg_vector_norm(merged_weight, 2, {1});  // [out]

@@ -14,11 +14,21 @@ LoraLinear::LoraLinear(model::LinearImpl& base, model::Linear a, model::Linear b
   if (magnitude_in.defined()) magnitude = base.register_parameter("lora_magnitude_vector", magnitude_in);
 }
 
-at::Tensor LoraLinear::weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const {
-  // The DoRA paper (section 4.3) and PEFT treat the norm as a constant in backward: no graph is recorded.
+at::Tensor LoraLinear::adapted_weight(const at::Tensor& weight) const {
+  const auto dtype = weight.scalar_type();
+  return weight + scaling * at::matmul(lora_B->weight.to(dtype), lora_A->weight.to(dtype));
+}
+
+namespace {
+// The DoRA paper (section 4.3) and PEFT treat the norm as a constant in backward: no graph is recorded.
+at::Tensor row_norm_without_grad(const LoraLinear& lora, const at::Tensor& weight) {
   at::NoGradGuard no_grad;
-  auto delta = at::matmul(lora_B->weight, lora_A->weight).to(dtype);  // [out, in]
-  return at::linalg_vector_norm(base.weight.to(dtype) + scaling * delta, 2, {1});  // [out]
+  return at::linalg_vector_norm(lora.adapted_weight(weight), 2, {1});  // [out]
+}
+}  // namespace
+
+at::Tensor LoraLinear::weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const {
+  return row_norm_without_grad(*this, base.weight.to(dtype));
 }
 
 at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
@@ -26,20 +36,20 @@ at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
   auto h = x.to(lora_A->weight.scalar_type());
   const bool dropped = dropout > 0 && base.is_training();
   if (dropped) h = at::dropout(h, dropout, /*train=*/true);
+  auto lora = at::linear(at::linear(h, lora_A->weight), lora_B->weight);  // [..., out]
   if (!use_dora()) {
-    auto lora = at::linear(at::linear(h, lora_A->weight), lora_B->weight);  // [..., out]
     // Same dtype (fp32, or under autocast): scale and add in one pass, into y. In place is safe: the base
     // matmul does not keep its output for backward.
     if (lora.scalar_type() == y.scalar_type()) return y.add_(lora, scaling);
     return y + (lora * scaling).to(y.scalar_type());
   }
-  auto lora = at::linear(at::linear(h, lora_A->weight), lora_B->weight);  // [..., out]
-  auto scale = magnitude / weight_norm(base, h.scalar_type());          // [out]
+  const at::Tensor w = base.weight.to(h.scalar_type());  // cast once: for the norm and, with dropout, x' W^T
+  auto scale = magnitude / row_norm_without_grad(*this, w);  // [out]
   // x W^T, the part of the base output DoRA rescales. Without dropout it is the base output less its bias (PEFT
   // reuses it rather than recomputing); with dropout PEFT recomputes it from the dropped input, in the branch's
   // dtype, so the rescaled base term sees the same x' as the LoRA term while y keeps the full x.
   at::Tensor xw;
-  if (dropped) xw = at::linear(h, base.weight.to(h.scalar_type()));
+  if (dropped) xw = at::linear(h, w);
   else xw = base.bias.defined() ? y - base.bias : y;
   auto dora = (scale - 1) * xw + scale * lora * scaling;  // [..., out], promoted to the wider dtype
   return (y + dora).to(y.scalar_type());

@@ -23,6 +23,9 @@ class LoraLinear : public model::LinearAdapter {
   at::Tensor forward(model::LinearImpl& base, const at::Tensor& x) override;
 
   bool use_dora() const { return magnitude.defined(); }
+  // W + scaling * B A [out, in] in the dtype of `weight` (the base weight, already cast): A and B are cast to it
+  // before the product. Used for DoRA's norm, its initial magnitude and merging.
+  at::Tensor adapted_weight(const at::Tensor& weight) const;
   // ||W + scaling * B A|| over each output row: [out] in `dtype`, without autograd history.
   at::Tensor weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const;
 
