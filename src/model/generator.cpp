@@ -12,18 +12,30 @@
 namespace swift::model {
 
 std::vector<TokenLogprob> describe_logprobs(const at::Tensor& log_probs_in, const at::Tensor& tokens_in, int64_t top_k) {
-  auto log_probs = log_probs_in.to(at::kCPU).to(at::kFloat);
-  auto tokens = tokens_in.to(at::kCPU).to(at::kLong);
-  auto chosen = log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1);
-  auto ranks = (log_probs > chosen.unsqueeze(1)).sum(1) + 1;
+  // Gather, rank and top-k where the [N, V] log-probabilities live; only the [N] and [N, k] results are copied
+  // to the host (a prompt's log-probabilities over a large vocabulary are gigabytes), and read through accessors
+  // rather than one .item() per number.
+  const auto log_probs = log_probs_in.to(at::kFloat);
+  const auto tokens = tokens_in.to(log_probs.device(), at::kLong);
+  const auto chosen_values = log_probs.gather(1, tokens.unsqueeze(1)).squeeze(1);
+  const auto rank_values = (log_probs > chosen_values.unsqueeze(1)).sum(1) + 1;
+  const int64_t n = log_probs.size(0), k = top_k > 0 ? std::min<int64_t>(top_k, log_probs.size(1)) : 0;
   at::Tensor top_values, top_ids;
-  if (top_k > 0) std::tie(top_values, top_ids) = log_probs.topk(std::min<int64_t>(top_k, log_probs.size(1)), 1);
+  if (k > 0) std::tie(top_values, top_ids) = log_probs.topk(k, 1);
+  const auto ids = tokens.cpu(), chosen = chosen_values.cpu(), ranks = rank_values.to(at::kCPU, at::kLong);
+  const auto ids_a = ids.accessor<int64_t, 1>();
+  const auto chosen_a = chosen.accessor<float, 1>();
+  const auto ranks_a = ranks.accessor<int64_t, 1>();
+  const at::Tensor top_v = k > 0 ? top_values.cpu().contiguous() : at::Tensor();
+  const at::Tensor top_i = k > 0 ? top_ids.cpu().contiguous() : at::Tensor();
+  const float* top_v_p = k > 0 ? top_v.data_ptr<float>() : nullptr;
+  const int64_t* top_i_p = k > 0 ? top_i.data_ptr<int64_t>() : nullptr;
   std::vector<TokenLogprob> out;
-  out.reserve(static_cast<size_t>(log_probs.size(0)));
-  for (int64_t i = 0; i < log_probs.size(0); ++i) {
-    TokenLogprob t{tokens[i].item<int64_t>(), chosen[i].item<double>(), ranks[i].item<int64_t>(), {}};
-    for (int64_t j = 0; top_k > 0 && j < top_ids.size(1); ++j)
-      t.top.push_back({top_ids[i][j].item<int64_t>(), top_values[i][j].item<double>()});
+  out.reserve(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    TokenLogprob t{ids_a[i], static_cast<double>(chosen_a[i]), ranks_a[i], {}};
+    for (int64_t j = 0; j < k; ++j)
+      t.top.push_back({top_i_p[i * k + j], static_cast<double>(top_v_p[i * k + j])});
     out.push_back(std::move(t));
   }
   return out;

@@ -96,30 +96,29 @@ HttpServer::HttpServer(CompletionService& service, HttpOptions options)
   svr.set_keep_alive_timeout(5);
 
   svr.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
-  svr.Get("/v1/models", [impl](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
-      if (!authorized(req, impl->options.api_key)) throw ApiError(401, "Incorrect API key provided", "", "invalid_api_key");
-      send_json(res, 200, impl->service.models());
-    });
-  });
-  svr.Post("/v1/chat/completions", [impl](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
-      if (!authorized(req, impl->options.api_key)) throw ApiError(401, "Incorrect API key provided", "", "invalid_api_key");
-      const auto request = parse_chat_request(req.body, impl->service.options().limits);
-      std::shared_ptr<Job> job = impl->service.start_chat(request);
+  // Every /v1 route: the API key first, then the body; whatever escapes becomes an OpenAI error.
+  auto v1 = [impl](auto&& body) {
+    return [impl, body](const httplib::Request& req, httplib::Response& res) {
+      guarded(req, res, [&] {
+        if (!authorized(req, impl->options.api_key)) throw ApiError(401, "Incorrect API key provided", "", "invalid_api_key");
+        body(req, res);
+      });
+    };
+  };
+  // chat and completions differ only in how the request is parsed and started.
+  auto completion_route = [impl, v1](auto parse, auto start) {
+    return v1([impl, parse, start](const httplib::Request& req, httplib::Response& res) {
+      const auto request = parse(req.body, impl->service.options().limits);
+      std::shared_ptr<Job> job = (impl->service.*start)(request);
       if (request.sampling.stream) stream_job(res, job);
       else send_json(res, 200, job->result());
     });
-  });
-  svr.Post("/v1/completions", [impl](const httplib::Request& req, httplib::Response& res) {
-    guarded(req, res, [&] {
-      if (!authorized(req, impl->options.api_key)) throw ApiError(401, "Incorrect API key provided", "", "invalid_api_key");
-      const auto request = parse_completion_request(req.body, impl->service.options().limits);
-      std::shared_ptr<Job> job = impl->service.start_completion(request);
-      if (request.sampling.stream) stream_job(res, job);
-      else send_json(res, 200, job->result());
-    });
-  });
+  };
+  svr.Get("/v1/models", v1([impl](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, impl->service.models());
+  }));
+  svr.Post("/v1/chat/completions", completion_route(parse_chat_request, &CompletionService::start_chat));
+  svr.Post("/v1/completions", completion_route(parse_completion_request, &CompletionService::start_completion));
   // Anything else (an unknown path, or a known one with the wrong method): OpenAI's 404 shape.
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

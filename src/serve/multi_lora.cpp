@@ -30,13 +30,21 @@ class LoraSwitch : public model::LinearAdapter {
       auto* b = ids.empty() ? nullptr : branch(ids.front());
       return b ? b->forward(base, x) : at::linear(x, base.weight, base.bias);
     }
-    auto y = at::linear(x, base.weight, base.bias);
-    std::map<int64_t, std::vector<int64_t>> by_adapter;
-    for (size_t r = 0; r < ids.size(); ++r)
-      if (branch(ids[r])) by_adapter[ids[r]].push_back(static_cast<int64_t>(r));
-    for (const auto& [id, rows] : by_adapter) {
+    // A mixed batch: each group of rows (0: the base alone) runs its own layer once; an adapter's forward
+    // already includes the base matmul, so the base rows are computed on their own rather than for everyone.
+    std::map<int64_t, std::vector<int64_t>> groups;
+    for (size_t r = 0; r < ids.size(); ++r) groups[branch(ids[r]) ? ids[r] : 0].push_back(static_cast<int64_t>(r));
+    at::Tensor y;
+    for (const auto& [id, rows] : groups) {
       auto index = at::tensor(rows, at::kLong).to(x.device());
-      y.index_copy_(0, index, branch(id)->forward(base, x.index_select(0, index)).to(y.scalar_type()));
+      auto xs = x.index_select(0, index);
+      auto ys = id ? branch(id)->forward(base, xs) : at::linear(xs, base.weight, base.bias);
+      if (!y.defined()) {
+        auto shape = x.sizes().vec();
+        shape.back() = ys.size(-1);
+        y = at::empty(shape, ys.options());
+      }
+      y.index_copy_(0, index, ys.to(y.scalar_type()));
     }
     return y;
   }
