@@ -19,6 +19,9 @@ import torch
 import transformers
 from safetensors.torch import load_file, save_file
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_reference import randomise  # noqa: E402  (the transformers parity reference's weight randomiser)
+
 BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)
 
@@ -41,16 +44,6 @@ def file_key(name):
     """PEFT's in-memory parameter name -> its adapter_model.safetensors key (get_peft_model_state_dict's)."""
     name = name.replace(".modules_to_save.default", "").replace(".default", "")
     return name[: -len(".weight")] if name.endswith("lora_magnitude_vector.weight") else name
-
-
-def randomise(model, seed):
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name:
-                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
-            else:
-                p.copy_(0.15 * torch.randn(p.shape, generator=g))
 
 
 def make(out_dir):
