@@ -73,8 +73,12 @@ int run_export(const std::vector<std::string>& args) {
               "swift export --adapters needs --merge_lora true", "the adapter folder is already a PEFT adapter; "
               "--merge_lora true writes base + adapter as one model");
   const std::string model_dir = arg_or(flags, checkpoint_args(adapters), "model");  // the run recorded its base
-  SWIFT_CHECK(!model_dir.empty(), UsageError, "swift export needs --model",
+  SWIFT_CHECK(!model_dir.empty() || !adapters.empty(), UsageError, "swift export needs --model",
               "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
+  SWIFT_CHECK(!model_dir.empty(), UsageError,
+              "--adapters " + (adapters.empty() ? std::string() : adapters.front()) +
+                  " does not record its base model (no args.json with \"model\")",
+              "pass the base model with --model BASE_DIR");
   fs::path output = flags.str("output_dir");
   if (output.empty() && !adapters.empty()) output = fs::path(adapters.front()).lexically_normal().string() + "-merged";
   if (output.empty()) output = fs::path(model_dir).lexically_normal().string() + "-export";

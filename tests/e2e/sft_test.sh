@@ -54,6 +54,8 @@ a=[json.loads(l)['response'] for l in open('$TMP/lora.jsonl')]
 b=[json.loads(l)['response'] for l in open('$TMP/merged.jsonl')]
 sys.exit(0 if a==b else 1)" && ok || bad "merged model answers differently from base + adapter"
 run merge_needs_flag 2 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --output_dir "$TMP/m2"
+run merge_no_base 2 "$SWIFT" merge-lora --ckpt_dir "$TMP/untrained" --output_dir "$TMP/m3"  # a model, not an adapter
+has merge_no_base_msg "does not record its base model" err
 
 # 2b. DoRA through the binary: a PEFT DoRA adapter (use_dora, magnitude vectors) that infer and merge use alike.
 run dora 0 "$SWIFT" sft --model "$TMP/untrained" --train_type lora --use_dora true --dataset swift/self-cognition#16 \
