@@ -16,6 +16,12 @@ Measured alike for both tools, from the logging.jsonl each writes in its run fol
   peak MB    = maximum resident set size of the whole process (GNU time -v), start-up and data included
 Rounds alternate the tools so machine noise hits both; the best round of each counts.
 
+On a GPU (where ms-swift is not installed) the baseline is transformers + PEFT written out (bench/hf_sft.py: the
+HF Trainer job ms-swift runs, same hyper-parameters), and memory is each tool's peak reserved CUDA memory:
+
+    python3 bench/bench_train.py --device cuda --tools swift,hf --torch_dtype bfloat16 --sizes 0.6b \
+        --batch 8 --max_length 1024 --sums_per_reply 24 --gradient_checkpointing true --rounds 1
+
 --tools adds "swift-jemalloc-defaults": the same swift binary with MALLOC_CONF restoring jemalloc's own decay and
 oversize settings, which measures what the binary's built-in allocator settings (apps/swift/jemalloc_config.cpp) buy.
 
@@ -45,6 +51,7 @@ SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads); the tied 151
     "small": (256, 8, 1024, 4, 2),   # 47M
     "100m": (512, 8, 1536, 8, 2),    # 102M
     "big": (768, 12, 2048, 12, 4),   # 192M
+    "0.6b": (1024, 28, 3072, 16, 8),  # Qwen3-0.6B's shape (head_dim 128), 596M: for --device cuda
 }
 
 
@@ -53,7 +60,8 @@ def make_model(folder, hidden, layers, inter, heads, kv):
     import transformers
     cfg = transformers.Qwen3Config(vocab_size=151936, hidden_size=hidden, intermediate_size=inter,
                                    num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
-                                   head_dim=64, max_position_embeddings=2048, tie_word_embeddings=True,
+                                   head_dim=128 if hidden >= 1024 else 64, max_position_embeddings=2048,
+                                   tie_word_embeddings=True,
                                    bos_token_id=151643, eos_token_id=151645)
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
@@ -64,21 +72,24 @@ def make_model(folder, hidden, layers, inter, heads, kv):
     return n, n - model.get_input_embeddings().weight.numel()
 
 
-def make_data(path, rows):
-    """Arithmetic Q/A rows; returns the mean tokens per sample under the qwen3 template (non-thinking reply)."""
+def make_data(path, rows, sums_per_reply=1, max_length=10**9):
+    """Arithmetic Q/A rows (a reply of sums_per_reply sums: longer samples for GPU runs); returns the mean tokens
+    per sample under the qwen3 template (non-thinking reply), truncated at max_length as the tools truncate."""
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(os.path.join(TOKENIZER_DIR, "tokenizer.json"))
     rng = random.Random(0)
     lengths = []
     with open(path, "w") as f:
         for _ in range(rows):
-            a, b = rng.randint(10, 9999), rng.randint(10, 9999)
-            q, r = f"What is {a} + {b}? Answer with the number.", f"{a} + {b} = {a + b}. The answer is {a + b}."
+            sums = [(rng.randint(10, 9999), rng.randint(10, 9999)) for _ in range(sums_per_reply)]
+            q = " ".join(f"What is {a} + {b}?" for a, b in sums) + (
+                " Answer with the number." if sums_per_reply == 1 else " Answer with the numbers.")
+            r = " ".join(f"{a} + {b} = {a + b}. The answer is {a + b}." for a, b in sums)
             f.write(json.dumps({"messages": [{"role": "user", "content": q},
                                              {"role": "assistant", "content": r}]}) + "\n")
             text = (f"<|im_start|>user\n{q}<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
                     f"{r}<|im_end|>\n")
-            lengths.append(len(tok.encode(text, add_special_tokens=False).ids))
+            lengths.append(min(max_length, len(tok.encode(text, add_special_tokens=False).ids)))
     return sum(lengths) / len(lengths)
 
 
@@ -104,25 +115,42 @@ def read_log(run_root):
     return t1, (sn * tn - s1 * t1) / (sn - s1), sn, mean_len
 
 
+GNU_TIME = ["/usr/bin/time", "-v"] if os.path.exists("/usr/bin/time") else []
 JEMALLOC_DEFAULTS = "dirty_decay_ms:10000,muzzy_decay_ms:0,oversize_threshold:8388608"
 
 
-def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=()):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), CUDA_VISIBLE_DEVICES="", HF_HUB_OFFLINE="1",
+def read_peak_gib(run_root):
+    """The largest memory(GiB) swift logged (on CUDA: the caching allocator's peak reserved bytes)."""
+    logs = [os.path.join(d, "logging.jsonl") for d, _, files in os.walk(run_root) if "logging.jsonl" in files]
+    return max(json.loads(line).get("memory(GiB)", 0.0) for line in open(logs[0]))
+
+
+def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=(), device="cpu"):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", MODELSCOPE_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
     if tool == "swift-jemalloc-defaults":
         env["MALLOC_CONF"] = JEMALLOC_DEFAULTS
     args = ["sft", "--model", model, "--template", "qwen3", "--tuner_type", train_type, "--dataset", data,
             "--max_steps", str(steps), "--output_dir", out] + common
+    result_json = os.path.join(out + "-hf.json")
     if tool.startswith("swift"):
-        cmd = [os.path.join(ROOT, "build", "bin", "swift")] + args
+        cmd = [os.path.join(ROOT, "build", "bin", "swift")] + args + ["--device", device]
+    elif tool == "hf":  # transformers + PEFT written out (bench/hf_sft.py), where ms-swift is not installed
+        flag = dict(zip(common[::2], common[1::2]))
+        cmd = [sys.executable, os.path.join(ROOT, "bench", "hf_sft.py"), "--model", model, "--data", data,
+               "--train_type", train_type, "--steps", str(steps), "--batch", flag["--per_device_train_batch_size"],
+               "--max_length", flag["--max_length"], "--learning_rate", flag["--learning_rate"],
+               "--torch_dtype", flag["--torch_dtype"], "--gradient_checkpointing", flag["--gradient_checkpointing"],
+               "--device", device, "--output_dir", out, "--result", result_json]
     else:  # ms-swift: the same flags, plus what it needs to pick the model type and stay on one process
         cmd = [os.path.join(os.path.dirname(sys.executable), "swift")] + args + [
             "--model_type", "qwen3", "--use_hf", "true", "--dataloader_num_workers", "0", "--dataset_num_proc", "1"] + list(ms_extra)
     for attempt in range(5):  # the swift binary may briefly be missing or busy while others rebuild it
         if not tool.startswith("swift") or os.access(cmd[0], os.X_OK):
             try:
-                p = subprocess.run(["/usr/bin/time", "-v"] + cmd, env=env, capture_output=True, text=True)
+                p = subprocess.run(GNU_TIME + cmd, env=env, capture_output=True, text=True)
             except OSError:
                 p = None
             if p is not None and p.returncode == 0:
@@ -133,9 +161,19 @@ def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extr
         time.sleep(20)
     else:
         raise SystemExit(f"{tool}: {cmd[0]} not runnable")
-    rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
-    first, per_step, n, mean_len = read_log(out)
-    return {"first_s": first, "step_s": per_step, "steps": n, "peak_mb": rss_kb / 1024, "mean_len": mean_len,
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+    rss_kb = int(rss.group(1)) if rss else 0  # no GNU time (GPU machine): GPU memory is what counts there
+    if tool == "hf":
+        res = json.load(open(result_json))
+        times = res["step_times"]
+        first, per_step, n, mean_len = times[0], sum(times[1:]) / (len(times) - 1), len(times), None
+        gpu_gib = res["peak_gib"] if device == "cuda" else None
+    else:
+        first, per_step, n, mean_len = read_log(out)
+        gpu_gib = read_peak_gib(out) if device == "cuda" else None
+    # CPU: the process's peak resident set; CUDA: the peak reserved GPU memory each tool reports
+    peak_mb = gpu_gib * 1024 if gpu_gib is not None else rss_kb / 1024
+    return {"first_s": first, "step_s": per_step, "steps": n, "peak_mb": peak_mb, "mean_len": mean_len,
             "cmd": " ".join(cmd)}
 
 
@@ -150,25 +188,37 @@ def main():
     ap.add_argument("--sizes", default="25m,100m", help=f"comma list of {', '.join(SIZES)}")
     ap.add_argument("--types", default="full,lora")
     ap.add_argument("--tools", default="swift,ms-swift",
-                    help="comma list of swift, ms-swift, swift-jemalloc-defaults (ratios are against ms-swift)")
+                    help="comma list of swift, ms-swift, hf (transformers + PEFT, bench/hf_sft.py), "
+                    "swift-jemalloc-defaults; ratios are against ms-swift, else hf")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--torch_dtype", choices=["float32", "bfloat16"], default="float32")
+    ap.add_argument("--max_length", type=int, default=128)
+    ap.add_argument("--sums_per_reply", type=int, default=1, help="longer samples: this many sums per reply")
+    ap.add_argument("--gradient_checkpointing", choices=["true", "false"], default="false")
     ap.add_argument("--ms_extra", default="", help="extra flags for ms-swift only, e.g. '--use_logits_to_keep false' "
                     "(ms-swift's default computes the LM head only from the first label position on; swift on all)")
     args = ap.parse_args()
     common = ["--per_device_train_batch_size", str(args.batch), "--gradient_accumulation_steps", "1",
-              "--max_length", "128", "--learning_rate", "1e-4", "--logging_steps", "1", "--save_steps", "1000",
-              "--torch_dtype", "float32", "--gradient_checkpointing", "false", "--save_only_model", "true"]
+              "--max_length", str(args.max_length), "--learning_rate", "1e-4", "--logging_steps", "1",
+              "--save_steps", "1000", "--torch_dtype", args.torch_dtype,
+              "--gradient_checkpointing", args.gradient_checkpointing, "--save_only_model", "true"]
+    tools = args.tools.split(",")
+    baseline = "ms-swift" if "ms-swift" in tools else "hf" if "hf" in tools else None
+    assert baseline, "--tools needs ms-swift or hf as the baseline"
     import torch
     import transformers
-    try:
-        from importlib.metadata import version
-        ms_version = version("ms-swift")
-    except Exception:
-        raise SystemExit("ms-swift is not installed in this Python (pip install ms-swift; see the docstring)")
+    ms_version = "not used"
+    if baseline == "ms-swift":
+        try:
+            from importlib.metadata import version
+            ms_version = version("ms-swift")
+        except Exception:
+            raise SystemExit("ms-swift is not installed in this Python (pip install ms-swift; see the docstring)")
     print(f"uptime before: {os.getloadavg()}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "data.jsonl")
-        mean_len = make_data(data, args.rows)
+        mean_len = make_data(data, args.rows, args.sums_per_reply, args.max_length)
         models = {}
         for size in args.sizes.split(","):
             folder = os.path.join(tmp, f"qwen3-{size}")
@@ -177,12 +227,11 @@ def main():
             for size in args.sizes.split(","):
                 steps = args.steps if size in ("25m", "small") else args.big_steps
                 for train_type in args.types.split(","):
-                    tools = args.tools.split(",")
                     order = tools if r % 2 == 0 else tools[::-1]
                     for tool in order:
                         out = os.path.join(tmp, f"out-{tool}-{size}-{train_type}-{r}")
                         res = run_tool(tool, models[size][0], train_type, steps, data, out, args.threads, common,
-                                       args.ms_extra.split())
+                                       args.ms_extra.split(), args.device)
                         results.setdefault((size, train_type, tool), []).append(res)
                         print(f"round {r} {size} {train_type} {tool}: {res['step_s']:.3f} s/step "
                               f"(first {res['first_s']:.2f} s), peak {res['peak_mb']:.0f} MB, "
@@ -190,7 +239,9 @@ def main():
                         shutil.rmtree(out, ignore_errors=True)
     ms_lens = {r["mean_len"] for v in results.values() for r in v if r["mean_len"] is not None}
     print(f"\ntorch {torch.__version__}, transformers {transformers.__version__}, ms-swift {ms_version}, "
-          f"threads {args.threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, fp32, batch {args.batch}, "
+          f"threads {args.threads}, OMP_WAIT_POLICY={os.environ['OMP_WAIT_POLICY']}, device {args.device}, "
+          f"{args.torch_dtype}, batch {args.batch}, max_length {args.max_length}, "
+          f"gradient checkpointing {args.gradient_checkpointing}, "
           f"{args.rounds} rounds (best counts), ms-swift extra flags: {args.ms_extra or 'none'}, uptime after: {os.getloadavg()}")
     print(f"tokens/sample {mean_len:.2f} (ms-swift's own count: {', '.join(f'{x:.2f}' for x in ms_lens)}); "
           f"tokens/step {args.batch * mean_len:.0f}")
@@ -199,24 +250,25 @@ def main():
         print(f"{size}: hidden {SIZES[size][0]}, {SIZES[size][1]} layers: {n / 1e6:.1f}M params "
               f"({n_body / 1e6:.1f}M without the tied 151936-token embedding), "
               f"{args.steps if size in ('25m', 'small') else args.big_steps} steps")
-    print(f"{'model':<7}{'type':<6}{'swift tok/s':>13}{'ms-swift tok/s':>16}{'ratio':>8}"
-          f"{'swift MB':>10}{'ms-swift MB':>13}{'ratio':>8}")
+    memory = "GPU MB" if args.device == "cuda" else "MB"
+    print(f"{'model':<7}{'type':<6}{'swift tok/s':>13}{baseline + ' tok/s':>16}{'ratio':>8}"
+          f"{'swift ' + memory:>14}{baseline + ' ' + memory:>16}{'ratio':>8}")
     for size in args.sizes.split(","):
         for train_type in args.types.split(","):
-            m = results.get((size, train_type, "ms-swift"))
-            for tool in [t for t in args.tools.split(",") if t != "ms-swift"]:
+            m = results.get((size, train_type, baseline))
+            for tool in [t for t in tools if t not in ("ms-swift", "hf")]:
                 s = results[(size, train_type, tool)]
                 st = args.batch * mean_len / min(x["step_s"] for x in s)
                 sm = min(x["peak_mb"] for x in s)
                 label = train_type if tool == "swift" else f"{train_type} ({tool})"
                 if m is None:
-                    print(f"{size:<7}{label:<6}{st:>13.1f}{'-':>16}{'-':>8}{sm:>10.0f}{'-':>13}{'-':>8}")
+                    print(f"{size:<7}{label:<6}{st:>13.1f}{'-':>16}{'-':>8}{sm:>14.0f}{'-':>16}{'-':>8}")
                     continue
                 mt = args.batch * mean_len / min(x["step_s"] for x in m)
                 mm = min(x["peak_mb"] for x in m)
-                print(f"{size:<7}{label:<6}{st:>13.1f}{mt:>16.1f}{st / mt:>7.2f}x{sm:>10.0f}{mm:>13.0f}"
+                print(f"{size:<7}{label:<6}{st:>13.1f}{mt:>16.1f}{st / mt:>7.2f}x{sm:>14.0f}{mm:>16.0f}"
                       f"{sm / mm:>7.2f}x")
-    print("ratios: swift / ms-swift (tokens/s: higher is better for swift; memory: lower is better for swift)")
+    print(f"ratios: swift / {baseline} (tokens/s: higher is better for swift; memory: lower is better for swift)")
     print("commands (last round):")
     for key in sorted(results):
         print("  " + results[key][-1]["cmd"])

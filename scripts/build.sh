@@ -14,8 +14,19 @@ if command -v ninja >/dev/null; then args+=(-G Ninja); fi
 prefixes=()
 if [ -n "${SWIFT_TORCH_PREFIX:-}" ]; then prefixes+=("$SWIFT_TORCH_PREFIX"); fi
 if [ -n "${SWIFT_DEPS_PREFIX:-}" ]; then  # .debs unpacked by scripts/offline_deps.sh
-  prefixes+=("$SWIFT_DEPS_PREFIX/usr")
-  args+=(-DCMAKE_INCLUDE_PATH="$SWIFT_DEPS_PREFIX/usr/include")
+  dp="$(cd "$SWIFT_DEPS_PREFIX" && pwd)/usr"
+  prefixes+=("$dp")
+  args+=(-DCMAKE_INCLUDE_PATH="$dp/include")
+  # The packages' .pc files say prefix=/usr, and pkg-config drops /usr/include and /usr/lib flags as system
+  # paths: the compiler, linker and loader find the unpacked headers and libraries through these instead.
+  lib="$dp/lib/$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
+  export CPATH="$dp/include${CPATH:+:$CPATH}" LIBRARY_PATH="$lib${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PKG_CONFIG_PATH="$lib/pkgconfig:$dp/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  if ! command -v pkg-config >/dev/null && [ -x "$dp/bin/pkgconf" ]; then
+    args+=(-DPKG_CONFIG_EXECUTABLE="$dp/bin/pkgconf")
+  fi
+  args+=(-DCMAKE_BUILD_RPATH="$lib")  # build/bin/swift runs without LD_LIBRARY_PATH
 fi
 if [ ${#prefixes[@]} -gt 0 ]; then args+=(-DCMAKE_PREFIX_PATH="$(IFS=';'; echo "${prefixes[*]}")"); fi
 want_tests="${SWIFT_BUILD_TESTS:-ON}"

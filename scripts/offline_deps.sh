@@ -3,13 +3,15 @@
 # and no network needed on the target machine.
 #   scripts/offline_deps.sh download DIR        (on a machine with apt access: fetch the .debs into DIR)
 #   scripts/offline_deps.sh extract DIR PREFIX  (on the target: unpack every .deb in DIR into PREFIX)
-# Then build against the prefix and an existing PyTorch's LibTorch:
+# Then build against the prefix and an existing PyTorch's LibTorch (build.sh points the compiler, linker,
+# pkg-config and the loader at the prefix; pkgconf comes along for machines without pkg-config):
 #   SWIFT_SKIP_APT=1 SWIFT_DEPS_PREFIX=PREFIX \
 #   SWIFT_TORCH_PREFIX="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" bash scripts/build.sh
 set -euo pipefail
 PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libgtest-dev libgmock-dev
   libyaml-cpp-dev libyaml-cpp0.7 libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libsentencepiece-dev
-  libsentencepiece0 libcpp-httplib-dev libjemalloc-dev libjemalloc2)
+  libsentencepiece0 libcpp-httplib-dev libjemalloc-dev libjemalloc2 zlib1g-dev pkgconf pkgconf-bin libpkgconf3
+  libssl-dev libssl3 libbrotli-dev libbrotli1)  # the last four: cpp-httplib is built with TLS and brotli
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

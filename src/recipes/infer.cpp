@@ -10,6 +10,8 @@
 #include <iostream>
 #include <sstream>
 
+#include <unistd.h>  // getpid
+
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"

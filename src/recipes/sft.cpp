@@ -600,12 +600,13 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     const int64_t done = step + 1;
     if (done % logging_steps == 0 || done == total_steps) {
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const c10::Device device = job.model->device();
       nlohmann::ordered_json row = {
           {"loss", window_tokens ? window_loss / window_tokens : 0.0},
           {"token_acc", window_tokens ? static_cast<double>(window_correct) / window_tokens : 0.0},
           {"grad_norm", window_grad_norm / window_steps},
           {"learning_rate", schedule.lr(step)},
-          {"memory(GiB)", train::peak_memory_gib()},
+          {"memory(GiB)", train::peak_memory_gib(device.is_cuda() ? device.index() : -1)},
           {"train_speed(iter/s)", (done - start_step) / elapsed},
           {"epoch", static_cast<double>(done) / steps_per_epoch},
           {"global_step/max_steps", std::to_string(done) + "/" + std::to_string(total_steps)},

@@ -7,6 +7,12 @@
 
 #include "swift/core/error.h"
 
+// A CPU-only LibTorch has no CUDA allocator headers; there the peak is always the process's resident set.
+#if __has_include(<c10/cuda/CUDACachingAllocator.h>)
+#include <c10/cuda/CUDACachingAllocator.h>
+#define SWIFT_HAS_CUDA_ALLOCATOR 1
+#endif
+
 namespace fs = std::filesystem;
 
 namespace swift::train {
@@ -72,7 +78,14 @@ std::string format_log_row(const nlohmann::ordered_json& row) {
   return out.str();
 }
 
-double peak_memory_gib() {
+double peak_memory_gib(int cuda_device) {
+#ifdef SWIFT_HAS_CUDA_ALLOCATOR
+  if (cuda_device >= 0) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(cuda_device));
+    const auto aggregate = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    return static_cast<double>(stats.reserved_bytes[aggregate].peak) / (1024.0 * 1024.0 * 1024.0);
+  }
+#endif
   std::ifstream status("/proc/self/status");
   std::string line;
   while (std::getline(status, line)) {

@@ -31,7 +31,8 @@ std::string format_duration(double seconds);
 // A log row for the console: numbers rounded (the JSONL keeps full precision).
 std::string format_log_row(const nlohmann::ordered_json& row);
 
-// Peak resident memory of this process in GiB (VmHWM), for the logs.
-double peak_memory_gib();
+// Peak memory in GiB for the logs: training on a CUDA device (cuda_device >= 0), the caching allocator's peak
+// reserved bytes on it (what ms-swift logs as memory(GiB)); on the CPU, this process's peak resident set (VmHWM).
+double peak_memory_gib(int cuda_device = -1);
 
 }  // namespace swift::train

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# GPU check: builds swift on a machine with an NVIDIA GPU and a PyTorch install but no apt (a cluster node, the
+# project's lent GPU machine), then runs on CUDA what CI can only run on the CPU:
+#   1. the end-to-end suites (tests/e2e: sft, data, infer, deploy), which use CUDA because --device defaults to
+#      auto; each in the background, logs in OUT_DIR;
+#   2. CUDA against CPU: the same fp32 LoRA and full runs give the same losses (printed, with the largest
+#      difference), and bf16 / fp16 (loss scaling) runs train;
+#   3. the training benchmark against transformers + PEFT on a Qwen3-0.6B-shaped model (bench/bench_train.py),
+#      and the serving benchmark (bench/bench_deploy.py) on CUDA.
+#   scripts/gpu_check.sh DEBS_DIR OUT_DIR      (DEBS_DIR from `scripts/offline_deps.sh download DIR`)
+# Every step runs even when an earlier one failed; the summary at the end says which passed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+DEBS="${1:?usage: gpu_check.sh DEBS_DIR OUT_DIR}"
+OUT="${2:?usage: gpu_check.sh DEBS_DIR OUT_DIR}"
+mkdir -p "$OUT"
+cd "$ROOT"
+summary=()
+note() { summary+=("$1"); echo "== $1"; }
+t0=$SECONDS
+# Each later step gets what is left of SWIFT_GPU_BUDGET seconds (the whole script must end inside a lease).
+budget="${SWIFT_GPU_BUDGET:-560}"
+left() { local l=$((budget - (SECONDS - t0) - ${1:-0})); [ "$l" -gt 10 ] && echo "$l" || echo 10; }
+
+nvidia-smi >"$OUT/nvidia-smi.txt" 2>&1
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))' \
+  2>&1 | tee "$OUT/torch.txt"
+
+# Build: the Debian dependencies unpacked into a prefix; LibTorch from this machine's PyTorch.
+bash scripts/offline_deps.sh extract "$DEBS" /tmp/swift-deps >/dev/null
+export SWIFT_DEPS_PREFIX=/tmp/swift-deps SWIFT_BUILD_TESTS=OFF SWIFT_BUILD_DIR="$ROOT/build-gpu"
+SWIFT_TORCH_PREFIX="$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
+export SWIFT_TORCH_PREFIX
+if bash scripts/build.sh >"$OUT/build.log" 2>&1; then
+  note "build: ok in $((SECONDS - t0)) s"
+else
+  note "build: FAILED (build.log)"
+  grep -m 20 -B 2 -A 6 "error" "$OUT/build.log" | head -80
+  printf '%s\n' "${summary[@]}"
+  exit 1
+fi
+SWIFT="$ROOT/build-gpu/bin/swift"
+# libcpp-httplib from the prefix needs the prefix's brotli and OpenSSL too (RUNPATH reaches direct needs only)
+export LD_LIBRARY_PATH="/tmp/swift-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SWIFT_TEST_PYTHON=python3
+
+# 1. The e2e suites on CUDA, side by side.
+pids=()
+for t in cli sft data infer deploy; do
+  (timeout "$(left 200)" bash "tests/e2e/${t}_test.sh" "$SWIFT" >"$OUT/e2e_$t.log" 2>&1; echo $? >"$OUT/e2e_$t.rc") &
+  pids+=($!)
+done
+
+# 2. CUDA against CPU on the tiny preset (fp32: the same losses to rounding), then bf16 and fp16 on CUDA.
+W="$(mktemp -d)"
+"$SWIFT" export --model configs/models/qwen3-tiny --init_strategy normal --seed 3 --output_dir "$W/m" >/dev/null 2>&1
+common=(--model "$W/m" --dataset swift/self-cognition#64 --model_name Tiny Tests --model_author Tests Tests
+        --max_steps 8 --per_device_train_batch_size 4 --logging_steps 1 --save_steps 100 --add_version false
+        --learning_rate 1e-3 --seed 1 --lora_dropout 0)
+ok_runs=1
+for type in lora full; do
+  for dev in cpu cuda; do
+    "$SWIFT" sft "${common[@]}" --train_type "$type" --device "$dev" --torch_dtype float32 \
+      --output_dir "$W/$type-$dev" >"$OUT/cmp_$type-$dev.log" 2>&1 || ok_runs=0
+  done
+done
+for spec in "bf16 --torch_dtype bfloat16" "fp16 --torch_dtype float16" "amp_bf16 --torch_dtype float32 --bf16 true"; do
+  set -- $spec
+  name="$1"; shift
+  "$SWIFT" sft "${common[@]}" --train_type lora --device cuda "$@" --output_dir "$W/$name" \
+    >"$OUT/cmp_$name.log" 2>&1 || ok_runs=0
+done
+python3 - "$W" <<'P' >"$OUT/cuda_vs_cpu.txt" 2>&1 && note "cuda vs cpu: ok ($(tail -1 "$OUT/cuda_vs_cpu.txt"))" || note "cuda vs cpu: FAILED (cuda_vs_cpu.txt)"
+import json, os, sys
+w = sys.argv[1]
+def losses(run):
+    return [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
+worst = 0.0
+for t in ("lora", "full"):
+    cpu, cuda = losses(f"{t}-cpu"), losses(f"{t}-cuda")
+    print(t, "cpu ", [round(x, 5) for x in cpu])
+    print(t, "cuda", [round(x, 5) for x in cuda])
+    assert len(cpu) == len(cuda) == 8
+    worst = max(worst, max(abs(a - b) for a, b in zip(cpu, cuda)))
+for run in ("bf16", "fp16", "amp_bf16"):
+    l = losses(run)
+    print(run, [round(x, 4) for x in l])
+    assert len(l) == 8 and l[-1] < l[0], run
+mem = [json.loads(l)["memory(GiB)"] for l in open(os.path.join(w, "lora-cuda", "logging.jsonl")) if '"loss"' in l]
+print("lora-cuda memory(GiB)", mem[-1])
+assert worst < 2e-3, worst
+print(f"fp32 losses differ by at most {worst:.2e}; bf16/fp16/amp train")
+P
+[ "$ok_runs" = 1 ] || note "cuda vs cpu: a run failed (cmp_*.log)"
+"$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
+  --val_dataset swift/self-cognition#2 --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
+  && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"
+
+for i in "${!pids[@]}"; do wait "${pids[$i]}"; done
+for t in cli sft data infer deploy; do
+  rc="$(cat "$OUT/e2e_$t.rc" 2>/dev/null || echo none)"
+  note "e2e_$t: rc=$rc $(grep -E '^e2e ' "$OUT/e2e_$t.log" | tail -1)"
+done
+note "checks done at $((SECONDS - t0)) s"
+
+# 3. Benchmark against transformers + PEFT (bf16, gradient checkpointing, long samples).
+PYTHONUNBUFFERED=1 timeout "$(left 60)" python3 bench/bench_train.py --device cuda \
+  --tools swift,hf --torch_dtype bfloat16 --sizes 0.6b --batch 8 --max_length 1024 --sums_per_reply 24 \
+  --gradient_checkpointing true --rounds 1 --steps 12 --big_steps 12 --threads 8 >"$OUT/bench_train.txt" 2>&1 \
+  && note "bench: ok" || note "bench: rc=$? (bench_train.txt)"
+tail -12 "$OUT/bench_train.txt"
+PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/bench_deploy.py --swift "$SWIFT" --hidden_size 1024 --layers 16 \
+  --threads 8 --max_tokens 128 >"$OUT/bench_deploy.txt" 2>&1 && note "bench deploy: ok" || note "bench deploy: rc=$?"
+cat "$OUT/bench_deploy.txt"
+echo
+printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
+echo "total $((SECONDS - t0)) s"
