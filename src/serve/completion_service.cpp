@@ -346,8 +346,14 @@ json prompt_logprobs_json(const tokenizer::Tokenizer& tok, const std::vector<mod
 }
 }  // namespace
 
-json Job::result() {
-  while (!done()) pump(std::chrono::milliseconds(200));
+json Job::result(const std::function<bool()>& client_gone) {
+  while (!done()) {
+    pump(std::chrono::milliseconds(200));
+    if (client_gone && !done() && client_gone()) {
+      cancel();
+      throw ClientGone();
+    }
+  }
   json choices = json::array();
   for (const auto& sp : sequences_) {
     const auto& s = *sp;

@@ -15,6 +15,7 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/serve/completion_service.h"
+#include "swift/serve/connection_probe.h"
 
 using nlohmann::json;
 
@@ -110,8 +111,14 @@ HttpServer::HttpServer(CompletionService& service, HttpOptions options)
     return v1([impl, parse, start](const httplib::Request& req, httplib::Response& res) {
       const auto request = parse(req.body, impl->service.options().limits);
       std::shared_ptr<Job> job = (impl->service.*start)(request);
-      if (request.sampling.stream) stream_job(res, job);
-      else send_json(res, 200, job->result());
+      if (request.sampling.stream) return stream_job(res, job);
+      // Nothing is written before the answer, so a vanished client is noticed by peeking at its socket.
+      const ConnectionProbe connection(req.remote_addr, req.remote_port, req.local_port);
+      try {
+        send_json(res, 200, job->result([&] { return connection.closed_by_peer(); }));
+      } catch (const ClientGone&) {
+        log_info("client went away before its answer: request cancelled");
+      }
     });
   };
   svr.Get("/v1/models", v1([impl](const httplib::Request&, httplib::Response& res) {

@@ -163,6 +163,7 @@ check("cmpl stream", done and "".join(c["choices"][0]["text"] for c in chunks) =
 
 # --- stop strings cut the text (streamed and not)
 full = post(CMPL, {"prompt": ids, "max_tokens": 12})[1]["choices"][0]["text"]
+check("12 tokens give text to cut", len(full) >= 6, full)  # the model and prompt are fixed: this is stable
 if len(full) >= 6:
     stop = full[3:5]
     want = full[:full.find(stop)]
@@ -205,14 +206,36 @@ for junk in ["null", "{}", '{"messages": 5}', '{"messages": [{"role": "user", "c
     check(f"junk {junk}", status == 400 and "error" in body, (status, body))
 error_of(*post(CMPL, {"prompt": "x", "max_tokens": 2 ** 63 - 1})[:2], 400, "max_tokens", name="huge max_tokens")
 error_of(*post(CMPL, {"prompt": "x", "max_tokens": 1e30})[:2], 400, "max_tokens", name="float max_tokens")
+# A temperature too small to divide by is greedy (as vLLM: below 1e-5), not NaN probabilities.
 status, body, _ = post(CMPL, {"prompt": "x", "max_tokens": 3, "temperature": 1e-300, "n": 2})
-check("degenerate sampling fails alone", status in (200, 500) and ("choices" in body or "error" in body), (status, body))
+greedy_x = post(CMPL, {"prompt": "x", "max_tokens": 3, "temperature": 0})[1]["choices"][0]["text"]
+check("tiny temperature is greedy", status == 200 and [c["text"] for c in body["choices"]] == [greedy_x] * 2,
+      (status, body, greedy_x))
 check("alive after junk", request("GET", "/health", headers={})[0] == 200)
 
 # --- more sequences than the whole queue holds (server with --max_waiting 1, a request for 2) can never be served:
-#     400 naming n, not a 429 that invites retrying forever. (The 429 of a queue filled by other requests is
-#     Scheduler.submit refusing; see tests/serve/scheduler_test.cpp.)
+#     400 naming n, not a 429 that invites retrying forever.
 error_of(*post(CMPL, {"prompt": "x", "n": 2}, headers={}, port=args.small_port)[:2], 400, param="n", name="more than the queue")
+
+# --- a queue filled by other requests: one running (--max_batch_size 1), one waiting (--max_waiting 1); the
+#     third gets 429 and the first two still finish.
+def open_stream(port, body):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    conn.request("POST", CMPL, body=json.dumps({**body, "stream": True}), headers={"Content-Type": "application/json"})
+    return conn
+
+
+running = open_stream(args.small_port, {"prompt": ids, "max_tokens": 400})
+first = running.getresponse()
+first.readline()  # the first chunk: it is generating
+waiting = open_stream(args.small_port, {"prompt": ids, "max_tokens": 4})
+time.sleep(0.5)  # its request is read and queued behind the running one
+status, body, _ = post(CMPL, {"prompt": ids, "max_tokens": 4}, headers={}, port=args.small_port)
+check("full queue: 429", status == 429 and body["error"]["code"] == "rate_limit_exceeded"
+      if isinstance(body, dict) and "error" in body else False, (status, body))
+check("full queue: the running request finishes", first.read().decode().rstrip().endswith("data: [DONE]"))
+check("full queue: the waiting request finishes", waiting.getresponse().read().decode().rstrip().endswith("data: [DONE]"))
+check("after a full queue: served again", post(CMPL, {"prompt": ids, "max_tokens": 2}, headers={}, port=args.small_port)[0] == 200)
 check("small server works", post(CMPL, {"prompt": "x"}, headers={}, port=args.small_port)[0] == 200)
 
 # --- 32 concurrent greedy requests, each equal to the same request served alone
@@ -276,6 +299,20 @@ for _ in range(100):
     time.sleep(0.1)
 check("disconnect cancels", "cancelled" in open(args.log).read())
 check("alive after disconnect", post(CMPL, {"prompt": ids, "max_tokens": 2})[0] == 200)
+
+# --- the same for a non-streamed request: nothing is written before the answer, the server notices anyway
+s = socket.create_connection(("127.0.0.1", args.port))
+body = json.dumps({"prompt": ids, "max_tokens": 3000})
+s.sendall((f"POST {CMPL} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\n"
+           f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
+time.sleep(0.5)
+s.close()
+for _ in range(100):
+    if "went away before its answer" in open(args.log).read():
+        break
+    time.sleep(0.1)
+check("non-streamed disconnect cancels", "went away before its answer" in open(args.log).read())
+check("alive after non-streamed disconnect", post(CMPL, {"prompt": ids, "max_tokens": 2})[0] == 200)
 
 # --- SIGTERM: an in-flight streamed request still completes, then the server exits (checked by the shell)
 conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=120)

@@ -117,6 +117,17 @@ TEST(Sampling, FiltersMatchTransformersWarpers) {
   EXPECT_TRUE(at::allclose(model::filter_logits(logits, p), logits * 2));
 }
 
+TEST(Sampling, TinyTemperatureIsGreedyInsteadOfOverflowing) {
+  auto logits = at::log(at::tensor({0.2, 0.5, 0.3}, at::kFloat)).view({1, 3});
+  model::SamplingParams p;
+  p.temperature = 1e-300;  // logits / 1e-300 would be +-inf and the softmax NaN
+  EXPECT_TRUE(p.greedy());
+  at::Generator gen = at::detail::createCPUGenerator(1);
+  EXPECT_EQ(model::choose_tokens(model::filter_logits(logits, p), p, gen).item<int64_t>(), 1);
+  p.temperature = 1e-4;
+  EXPECT_FALSE(p.greedy());
+}
+
 TEST(Sampling, RepetitionPenaltyAsTransformers) {
   auto logits = at::tensor({2.0, -2.0, 1.0}, at::kFloat).view({1, 3});
   model::apply_repetition_penalty(logits, {{0, 1, 1}}, 2.0);

@@ -12,7 +12,7 @@ namespace swift::model {
 
 struct SamplingParams {
   int64_t max_new_tokens = 512;
-  double temperature = 0.0;        // <= 0: greedy. Default: greedy
+  double temperature = 0.0;        // < kGreedyTemperature (0 included): greedy. Default: greedy
   int64_t top_k = 0;               // 0: off
   double top_p = 1.0;              // 1: off
   double min_p = 0.0;              // 0: off
@@ -23,7 +23,10 @@ struct SamplingParams {
   bool logprobs = false;                             // log-probability of each chosen token
   int64_t top_logprobs = 0;                          // and this many alternatives per position
 
-  bool greedy() const { return temperature <= 0.0; }
+  // Below this temperature sampling is argmax in all but name, and dividing by it overflows the logits:
+  // such temperatures are greedy (vLLM draws the line at the same 1e-5).
+  static constexpr double kGreedyTemperature = 1e-5;
+  bool greedy() const { return temperature < kGreedyTemperature; }
 };
 
 // Applies the repetition penalty in place: logits [B, V] float; seen[b] = token ids row b has seen.

@@ -40,6 +40,11 @@ struct ServiceOptions {
 
 class Job;
 
+// Job::result's answer when the client disconnected before the answer was ready.
+struct ClientGone : std::exception {
+  const char* what() const noexcept override { return "the client disconnected"; }
+};
+
 class CompletionService {
  public:
   // tokenizer and chat must outlive the service; the scheduler too.
@@ -75,7 +80,9 @@ class Job {
   enum class Kind { kChat, kCompletion };
   ~Job();
   // Waits for every sequence and returns the response body. ApiError (500) when generation failed.
-  nlohmann::json result();
+  // client_gone, when given, is asked while waiting; once it says true the request is cancelled and
+  // ClientGone thrown (nobody is left to answer).
+  nlohmann::json result(const std::function<bool()>& client_gone = nullptr);
   // Streams: calls write(data) with each SSE "data: ..." payload (a JSON chunk, then "[DONE]"). When write
   // returns false (client gone) the request is cancelled and stream returns false.
   bool stream(const std::function<bool(const std::string&)>& write);
