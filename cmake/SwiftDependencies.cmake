@@ -57,6 +57,29 @@ pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 
+# Distributed training: c10d's ProcessGroupGloo header includes Gloo's, which the PyPI wheel does not ship
+# (LibTorch has Gloo compiled in); Debian's libgloo-dev provides them. Only smart pointers to Gloo types cross
+# the boundary, so its version need not match LibTorch's. NCCL (CUDA builds): ProcessGroupNCCL from
+# libtorch_cuda, with nccl.h from the wheel's nvidia/nccl or the CUDA toolkit.
+find_path(GLOO_INCLUDE_DIR gloo/context.h)
+if(NOT GLOO_INCLUDE_DIR)
+  message(FATAL_ERROR "Gloo headers not found: install libgloo-dev (scripts/setup.sh does)")
+endif()
+set(SWIFT_C10D_DEFINITIONS USE_C10D_GLOO)
+set(SWIFT_C10D_INCLUDE_DIRS)
+if(NOT GLOO_INCLUDE_DIR STREQUAL "/usr/include")  # naming the system folder would break libstdc++'s include_next
+  list(APPEND SWIFT_C10D_INCLUDE_DIRS ${GLOO_INCLUDE_DIR})
+endif()
+find_library(SWIFT_TORCH_CUDA_LIBRARY torch_cuda PATHS "${TORCH_INSTALL_PREFIX}/lib" NO_DEFAULT_PATH)
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS "${_torch_pkg}/../nvidia/nccl/include" /usr/local/cuda/include)
+if(SWIFT_TORCH_CUDA_LIBRARY AND NCCL_INCLUDE_DIR AND CUDAToolkit_INCLUDE_DIRS)
+  list(APPEND SWIFT_C10D_DEFINITIONS USE_C10D_NCCL USE_CUDA SWIFT_WITH_NCCL)
+  list(APPEND SWIFT_C10D_INCLUDE_DIRS ${NCCL_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+  message(STATUS "swift: distributed backends gloo and nccl (${NCCL_INCLUDE_DIR})")
+else()
+  message(STATUS "swift: distributed backend gloo (no CUDA LibTorch or nccl.h: no nccl)")
+endif()
+
 # HTTP server for swift deploy: cpp-httplib (Debian libcpp-httplib-dev ships it as a compiled library with a
 # pkg-config file; only src/serve/http_server.cpp includes it).
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)

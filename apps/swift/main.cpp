@@ -6,15 +6,21 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "swift/cli/flags.h"
 #include "swift/core/error.h"
+#include "swift/dist/launcher.h"
 #include "swift/recipes/commands.h"
 
 
 namespace {
+
+// Commands that train: `NPROC_PER_NODE=N swift sft ...` turns this process into the launcher of N ranks.
+const std::set<std::string> kLaunchableCommands = {"sft", "pt"};
 
 void print_usage() {
   std::cout << "swift " << SWIFT_VERSION << ": native LLM fine-tuning toolkit (ms-swift command lines, LibTorch)\n\n"
@@ -43,6 +49,11 @@ int run(int argc, char** argv) {
     if (swift::cli::wants_help(rest)) {
       std::cout << swift::cli::format_help(c.name, c.summary, c.flags());
       return 0;
+    }
+    if (kLaunchableCommands.count(c.name) > 0) {
+      const auto plan = swift::dist::launch_plan(swift::dist::process_env(),
+                                                   static_cast<int>(std::thread::hardware_concurrency()));
+      if (plan) return swift::dist::run_local_ranks(*plan, std::vector<std::string>(argv, argv + argc));
     }
     return c.run(rest);
   }

@@ -21,6 +21,9 @@
 #include "swift/core/logging.h"
 #include "swift/core/progress.h"
 #include "swift/data/dataset.h"
+#include "swift/dist/env.h"
+#include "swift/dist/gradient_sync.h"
+#include "swift/dist/process_group.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
@@ -108,6 +111,9 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
       {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
       {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
+      // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
+      {"ddp_timeout", FlagType::kInt, "1800", "seconds a rank waits for the others (rendezvous, each collective) before failing"},
+      {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo"},
       // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
       {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
@@ -150,7 +156,23 @@ struct Job {
   std::optional<c10::ScalarType> save_dtype;  // how full checkpoints are stored (--torch_dtype)
   std::optional<train::GradScaler> scaler;    // float16: dynamic loss scaling
   uint64_t data_seed = 0;                     // --data_seed, else --seed
+  // Several ranks: each takes its slice of every global micro-batch; rank 0 alone writes files.
+  std::unique_ptr<dist::ProcessGroup> group;
+  int rank = 0, world_size = 1;
+  bool main_rank() const { return rank == 0; }
 };
+
+// This rank's slice of a global micro-batch of per_rank * world items: items [rank * per_rank, ...). The
+// slices of all ranks together are the batch one process would train on, so 2 ranks x b equal 1 rank x 2b.
+// A short last batch can leave a rank nothing.
+std::vector<const train::Example*> rank_slice(const std::vector<const train::Example*>& items, int rank,
+                                              int world_size) {
+  if (world_size == 1) return items;
+  const size_t per_rank = (items.size() + static_cast<size_t>(world_size) - 1) / static_cast<size_t>(world_size);
+  const size_t begin = std::min(items.size(), per_rank * static_cast<size_t>(rank));
+  const size_t end = std::min(items.size(), begin + per_rank);
+  return {items.begin() + static_cast<std::ptrdiff_t>(begin), items.begin() + static_cast<std::ptrdiff_t>(end)};
+}
 
 // AdamW with weight decay on every trainable weight but biases and norm weights (as transformers' Trainer).
 std::unique_ptr<train::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr) {
@@ -174,12 +196,15 @@ struct EvalResult {
   double loss = 0, token_acc = 0;
 };
 
+// Every rank evaluates every world_size-th batch; the sums are reduced, so the result is one process's.
 EvalResult evaluate(Job& job, int64_t batch_size) {
   torch::NoGradGuard no_grad;
   job.model->eval();
   double loss = 0;
   int64_t tokens = 0, correct = 0;
-  for (size_t start = 0; start < job.val.size(); start += static_cast<size_t>(batch_size)) {
+  const size_t stride = static_cast<size_t>(batch_size) * static_cast<size_t>(job.world_size);
+  for (size_t start = static_cast<size_t>(batch_size) * static_cast<size_t>(job.rank); start < job.val.size();
+       start += stride) {
     std::vector<const train::Example*> items;
     for (size_t i = start; i < std::min(job.val.size(), start + static_cast<size_t>(batch_size)); ++i)
       items.push_back(&job.val[i]);
@@ -193,6 +218,12 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
     correct += sums.correct;
   }
   job.model->train();
+  if (job.group) {
+    const auto total = job.group->sum({loss, static_cast<double>(tokens), static_cast<double>(correct)});
+    loss = total[0];
+    tokens = std::llround(total[1]);
+    correct = std::llround(total[2]);
+  }
   return {tokens ? loss / tokens : 0.0, tokens ? static_cast<double>(correct) / tokens : 0.0};
 }
 
@@ -240,9 +271,15 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
   log_info("saved ", dir.string());
 }
 
-Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) {
+Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
+              std::unique_ptr<dist::ProcessGroup> group) {
   Job job;
   job.pretrain = pretrain;
+  if (group) {
+    job.rank = group->rank();
+    job.world_size = group->world_size();
+    job.group = std::move(group);
+  }
   job.model_dir = flags.str("model");
   SWIFT_CHECK(!job.model_dir.empty(), UsageError, "swift " + flags.command() + " needs --model",
               "e.g. --model configs/models/qwen3-tiny --init_strategy normal");
@@ -344,7 +381,9 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup) 
   const int64_t max_length = enc.max_length;
   const auto truncation = enc.truncation;
   const int num_proc = enc.num_proc;
-  const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
+  // The data is drawn in global micro-batches (every rank's samples of one micro-step); each rank trains on its
+  // slice (rank_slice), so all ranks draw the same sequence from the same seed.
+  const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size")) * job.world_size;
   const bool lazy = flags.boolean("lazy_tokenize"), streaming = flags.boolean("streaming");
   const auto cached = flags.list("cached_dataset"), cached_val = flags.list("cached_val_dataset");
   SWIFT_CHECK(!(lazy && streaming), UsageError, "--lazy_tokenize and --streaming do not go together (as ms-swift)",
@@ -468,18 +507,37 @@ void log_flags_without_effect(const cli::Flags& flags) {
 int run_training(const std::vector<std::string>& args, bool pretrain) {
   const std::string command = pretrain ? "pt" : "sft";
   const auto flags = cli::parse_flags(command, train_flags(pretrain), args);
-  const auto setup = apply_common_flags(flags);
+  auto setup = apply_common_flags(flags);
+  // Several ranks: connect first (a rendezvous problem shows before minutes of loading); on CUDA each rank
+  // takes the GPU of its LOCAL_RANK.
+  const dist::DistEnv dist_env = dist::read_dist_env();
+  std::unique_ptr<dist::ProcessGroup> group;
+  if (dist_env.distributed()) {
+    init_logging(flags.str("log_level"), dist_env.rank, dist_env.world_size);
+    c10::Device device = parse_device(setup.device);
+    if (device.is_cuda()) {
+      setup.device = "cuda:" + std::to_string(dist_env.local_rank);
+      device = parse_device(setup.device);
+    }
+    dist::GroupOptions options;
+    options.timeout = std::chrono::seconds(std::max<int64_t>(1, flags.integer("ddp_timeout")));
+    options.backend = flags.str("ddp_backend");
+    group = dist::ProcessGroup::connect(dist_env, device, options);
+  }
   log_flags_without_effect(flags);
   // LibTorch seeds its default generator from the OS; dropout draws from it, so seed it (as transformers'
-  // set_seed does) or two runs of the same command differ.
+  // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
-  Job job = build_job(flags, pretrain, setup);
+  Job job = build_job(flags, pretrain, setup, std::move(group));
   job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
 
   // Steps and schedule.
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
   int64_t accumulation = flags.integer("gradient_accumulation_steps");
-  if (accumulation <= 0) accumulation = std::max<int64_t>(1, (16 + batch_size - 1) / batch_size);  // as ms-swift
+  if (accumulation <= 0) {  // as ms-swift: a global batch of about 16 samples
+    const int64_t per_step = batch_size * job.world_size;
+    accumulation = std::max<int64_t>(1, (16 + per_step - 1) / per_step);
+  }
   train::TrainData& data = *job.train;
   // A stream has no known length: as transformers with an iterable dataset, an epoch is then --max_steps.
   const auto batches_per_epoch = data.batches_per_epoch();
@@ -506,20 +564,25 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   auto optimizer = make_optimizer(job.model, flags, lr);
   const std::vector<at::Tensor> params = optimizer->parameters();
 
-  // Run folder.
+  // Run folder: made by rank 0, whose path every rank learns (checkpoints are rank 0's to write).
   fs::path output_dir = flags.str("output_dir");
   if (output_dir.empty()) output_dir = fs::path("output") / fs::absolute(job.model_dir).lexically_normal().filename();
-  job.run_dir = train::create_run_dir(output_dir, flags.boolean("add_version"));
-  json args_json = flags.to_json();
-  args_json["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
-  args_json["model"] = fs::absolute(job.model_dir).string();
-  io::write_json_file(job.run_dir / "args.json", args_json);
-  train::JsonlLog log(job.run_dir / "logging.jsonl");
-  train::TensorBoardWriter tensorboard(job.run_dir / "runs");
+  if (job.main_rank()) job.run_dir = train::create_run_dir(output_dir, flags.boolean("add_version"));
+  if (job.group) job.run_dir = job.group->share("run_dir", job.run_dir.string());
+  std::optional<train::JsonlLog> log;
+  std::optional<train::TensorBoardWriter> tensorboard;
+  if (job.main_rank()) {
+    json args_json = flags.to_json();
+    args_json["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
+    args_json["model"] = fs::absolute(job.model_dir).string();
+    io::write_json_file(job.run_dir / "args.json", args_json);
+    log.emplace(job.run_dir / "logging.jsonl");
+    tensorboard.emplace(job.run_dir / "runs");
+  }
   train::PlotSeries loss_curve{"train/loss", {}, {}, std::nullopt, 0.9};
   train::PlotSeries eval_curve{"eval/loss", {}, {}, std::nullopt, 0.0};
   log_info("run folder ", job.run_dir.string(), ": ", total_steps, " steps of ", accumulation, " x ", batch_size,
-           " samples, lr ", lr, " (", flags.str("lr_scheduler_type"), ", ", schedule_options.warmup_steps, " warm-up)");
+           " samples", job.world_size > 1 ? " x " + std::to_string(job.world_size) + " ranks" : std::string(), ", lr ", lr, " (", flags.str("lr_scheduler_type"), ", ", schedule_options.warmup_steps, " warm-up)");
 
   int64_t start_step = 0;
   const fs::path resume = flags.str("resume_from_checkpoint");
@@ -554,22 +617,34 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const double max_grad_norm = flags.number("max_grad_norm");
   std::deque<fs::path> saved;
 
+  // Data parallel: every rank starts from rank 0's trainable weights and sums gradients each step.
+  std::optional<dist::GradientSync> sync;
+  if (job.group) {
+    sync.emplace(*job.group, params);
+    sync->broadcast_parameters();
+    log_info("data parallel: ", job.world_size, " ranks, gradients summed in ", sync->buckets(), " bucket(s) per step");
+  }
+
   job.model->train();
-  Progress progress("train", total_steps - start_step);
+  Progress progress("train", total_steps - start_step, job.main_rank());
   const auto start = std::chrono::steady_clock::now();
   double window_loss = 0, window_grad_norm = 0;
   int64_t window_tokens = 0, window_correct = 0, window_steps = 0;
   for (int64_t step = start_step; step < total_steps; ++step) {
     // One optimizer step: `accumulation` micro-batches (fewer at the end of an epoch), the loss normalised by all
     // their label tokens.
+    // With several ranks the normaliser is the label tokens of every rank's micro-batches: the summed gradients
+    // are then those of one process on the global batch.
     std::vector<train::Batch> micro;
     int64_t step_tokens = 0;
     const int64_t n_micro = micro_batches_in_step(step);
     for (int64_t k = 0; k < n_micro; ++k) {
-      const std::vector<const train::Example*> items = data.next_micro_batch();
+      const auto items = rank_slice(data.next_micro_batch(), job.rank, job.world_size);
+      if (items.empty()) continue;  // a short last batch left this rank nothing
       micro.push_back(train::collate(items, job.pad_id));
       step_tokens += micro.back().label_tokens;
     }
+    if (job.group) step_tokens = std::llround(job.group->sum({static_cast<double>(step_tokens)})[0]);
     for (auto& b : micro) {
       const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
@@ -584,8 +659,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       window_tokens += sums.tokens;
       window_correct += sums.correct;
     }
+    if (sync) sync->all_reduce_gradients();
     // fp16: gradients back to their true size before clipping; an overflow skips the update (as the Trainer),
-    // the schedule moves on and the scale backs off.
+    // the schedule moves on and the scale backs off. (Summed gradients are the same on every rank, so every
+    // rank sees the same overflow and clips by the same norm.)
     const bool overflow = job.scaler && job.scaler->unscale(params);
     const double grad_norm = max_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, max_grad_norm)
                                                : train::grad_norm(params);  // logged, nothing clipped
@@ -599,6 +676,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
 
     const int64_t done = step + 1;
     if (done % logging_steps == 0 || done == total_steps) {
+      if (job.group) {
+        const auto total = job.group->sum({window_loss, static_cast<double>(window_tokens), static_cast<double>(window_correct)});
+        window_loss = total[0];
+        window_tokens = std::llround(total[1]);
+        window_correct = std::llround(total[2]);
+      }
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const c10::Device device = job.model->device();
       nlohmann::ordered_json row = {
@@ -613,9 +696,9 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
           {"percentage", 100.0 * done / total_steps},
           {"elapsed_time", train::format_duration(elapsed)},
           {"remaining_time", train::format_duration(elapsed / (done - start_step) * (total_steps - done))}};
-      log.write(row);
+      if (log) log->write(row);
       log_info(train::format_log_row(row));
-      tensorboard.add_scalars({{"train/loss", row["loss"].get<double>()},
+      if (tensorboard) tensorboard->add_scalars({{"train/loss", row["loss"].get<double>()},
                                {"train/token_acc", row["token_acc"].get<double>()},
                                {"train/grad_norm", row["grad_norm"].get<double>()},
                                {"train/learning_rate", row["learning_rate"].get<double>()}},
@@ -629,17 +712,22 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       const auto e = evaluate(job, flags.integer("per_device_eval_batch_size"));
       nlohmann::ordered_json row = {{"eval_loss", e.loss}, {"eval_token_acc", e.token_acc},
                                     {"global_step/max_steps", std::to_string(done) + "/" + std::to_string(total_steps)}};
-      log.write(row);
+      if (log) log->write(row);
       log_info(train::format_log_row(row));
-      tensorboard.add_scalars({{"eval/loss", e.loss}, {"eval/token_acc", e.token_acc}}, done);
+      if (tensorboard) tensorboard->add_scalars({{"eval/loss", e.loss}, {"eval/token_acc", e.token_acc}}, done);
       eval_curve.steps.push_back(static_cast<double>(done));
       eval_curve.values.push_back(e.loss);
     }
-    if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
+    if (done % save_steps == 0 || done == total_steps) {
+      if (job.main_rank()) save_checkpoint(job, flags, done, *optimizer, data, saved);
+      if (job.group) job.group->barrier();  // nobody runs ahead of (or exits before) a checkpoint being written
+    }
   }
   progress.finish();
-  train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
-  if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});
+  if (job.main_rank()) {
+    train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
+    if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});
+  }
   if (const auto dropped = data.report(); !dropped.empty()) log_info(dropped);
   log_info("last checkpoint: ", saved.empty() ? std::string("none") : saved.back().string());
   return 0;

@@ -1,0 +1,51 @@
+// The ranks of one job, on torch.distributed's C++ core (c10d), never on home-made collectives: a TCPStore at
+// MASTER_ADDR:MASTER_PORT (hosted by rank 0) for the rendezvous, then ProcessGroupGloo for CPU tensors or
+// ProcessGroupNCCL for CUDA tensors (device = cuda:LOCAL_RANK). Failures are DeviceErrors (exit 4) that say
+// what could not be reached and what to check, never a hang: every wait is bounded by --ddp_timeout.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "swift/dist/env.h"
+
+namespace swift::dist {
+
+struct GroupOptions {
+  std::chrono::seconds timeout{1800};  // --ddp_timeout: rendezvous and every collective
+  std::string backend = "auto";        // --ddp_backend: auto (nccl on CUDA, gloo on CPU), gloo, nccl
+};
+
+class ProcessGroup {
+ public:
+  // Rendezvous with the other ranks of `env` and open the backend for tensors on `device`.
+  static std::unique_ptr<ProcessGroup> connect(const DistEnv& env, c10::Device device, const GroupOptions& options);
+  ~ProcessGroup();
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+
+  int rank() const;
+  int world_size() const;
+  const std::string& backend_name() const;  // "gloo" or "nccl"
+
+  // In place, on the group's device: the sum over ranks / rank root's values.
+  void all_reduce_sum(at::Tensor& tensor);
+  void broadcast(at::Tensor& tensor, int root = 0);
+  void barrier();
+  // Numbers (token counts, metric sums) summed over ranks, in float64.
+  std::vector<double> sum(const std::vector<double>& values);
+  // Rank root's `value` on every rank, through the store (a run folder's name).
+  std::string share(const std::string& key, const std::string& value, int root = 0);
+
+ private:
+  struct Impl;
+  explicit ProcessGroup(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace swift::dist

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# End-to-end: data-parallel training on the CPU over c10d (TCPStore + Gloo), started by swift's own launcher
+# (NPROC_PER_NODE=2) and by hand with the torchrun variables. Usage: dist_test.sh path/to/swift
+#  - 2 ranks x batch 2 give the same losses and final weights as 1 rank x batch 4 (fp32, 1e-5), full and LoRA,
+#    and their checkpoint answers in single-process infer as the 1-rank one does;
+#  - resuming a 2-rank run from its checkpoint continues with the same losses;
+#  - a rank killed mid-run stops the other; the launcher exits non-zero naming it; resuming afterwards works;
+#  - a rendezvous that cannot complete (a rank missing, nothing at MASTER_ADDR, the port taken) ends with exit 4
+#    and a message within --ddp_timeout, never a hang.
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+"$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/m" \
+  >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
+common=(--model "$TMP/m" --dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests
+        --max_steps 6 --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --save_steps 3
+        --add_version false --lora_dropout 0 --num_threads 1 --seed 1)
+
+# 1. Two ranks equal one rank on the same global batch.
+compare() {  # compare NAME DIR_A DIR_B WEIGHTS_FILE: losses and final weights agree to 1e-5
+  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1: 2 ranks differ from 1 rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b, weights = sys.argv[1:4]
+def losses(d):
+    return [json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+la, lb = losses(a), losses(b)
+assert len(la) == len(lb) == 6, (la, lb)
+worst = max(abs(x - y) / max(1.0, abs(x)) for x, y in zip(la, lb))
+assert worst < 1e-5, (worst, la, lb)
+wa, wb = load_file(f"{a}/checkpoint-6/{weights}"), load_file(f"{b}/checkpoint-6/{weights}")
+assert wa.keys() == wb.keys()
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"losses within {worst:.1e}, weights within {diff:.1e}")
+P
+}
+for type in full lora; do
+  weights=model.safetensors
+  [ "$type" = lora ] && weights=adapter_model.safetensors
+  run "one_$type" 0 "$SWIFT" sft "${common[@]}" --train_type "$type" --per_device_train_batch_size 4 --output_dir "$TMP/one-$type"
+  run "two_$type" 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type "$type" --per_device_train_batch_size 2 \
+    --output_dir "$TMP/two-$type"
+  has "two_${type}_launch" "launching 2 ranks" err
+  has "two_${type}_gloo" "data parallel: 2 ranks" err
+  compare "$type" "$TMP/one-$type" "$TMP/two-$type" "$weights"
+done
+test ! -e "$TMP/two-full/checkpoint-6/rank1" && ok || bad "rank 1 wrote files"
+
+# The 2-rank checkpoint in single-process infer answers as the 1-rank one.
+printf '{"query": "who are you?"}\n' > "$TMP/ask.jsonl"
+for n in one two; do
+  run "infer_$n" 0 "$SWIFT" infer --model "$TMP/$n-full/checkpoint-6" --val_dataset "$TMP/ask.jsonl" \
+    --result_path "$TMP/$n.jsonl" --max_new_tokens 8
+done
+cmp -s <("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['response'])" "$TMP/one.jsonl") \
+       <("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['response'])" "$TMP/two.jsonl") \
+  && ok || bad "the 2-rank checkpoint answers differently"
+
+# 2. Resume a 2-rank run from its step-3 checkpoint: steps 4-6 log the same losses.
+run resume2 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 2 \
+  --output_dir "$TMP/two-res" --resume_from_checkpoint "$TMP/two-full/checkpoint-3"
+"$PY" - "$TMP/two-full" "$TMP/two-res" <<'P' && ok || bad "resumed 2-rank losses differ"
+import json, sys
+def losses(d):
+    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
+a, b = losses(sys.argv[1]), losses(sys.argv[2])
+assert sorted(b) == ["4/6", "5/6", "6/6"], b
+assert all(abs(a[k] - b[k]) <= 1e-6 * max(1, abs(a[k])) for k in b), (a, b)
+P
+
+# 3. Kill rank 1 mid-run: the launcher stops rank 0 and exits non-zero naming rank 1; then resume.
+long=(--model "$TMP/m" --dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests
+      --train_type lora --per_device_train_batch_size 1 --max_steps 100000 --save_steps 2 --logging_steps 1
+      --add_version false --num_threads 1 --output_dir "$TMP/killed")
+NPROC_PER_NODE=2 "$SWIFT" sft "${long[@]}" >"$TMP/kill.out" 2>"$TMP/kill.err" &
+launcher=$!
+for _ in $(seq 1 600); do [ -d "$TMP/killed/checkpoint-2" ] && break; sleep 0.1; done
+victim=""
+for pid in $(pgrep -P "$launcher"); do
+  tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "RANK=1" && victim="$pid"
+done
+if [ -n "$victim" ]; then
+  kill -9 "$victim"
+  for _ in $(seq 1 300); do kill -0 "$launcher" 2>/dev/null || break; sleep 0.1; done
+  if kill -0 "$launcher" 2>/dev/null; then
+    bad "launcher still running 30 s after rank 1 was killed"; kill -9 "$launcher"
+  else
+    wait "$launcher"; rc=$?
+    [ "$rc" != 0 ] && ok || bad "launcher exit status 0 after a rank was killed"
+    has kill_names_rank "rank 1" kill.err
+    has kill_names_signal "SIGKILL" kill.err
+    [ -z "$(pgrep -P "$launcher")" ] && ok || bad "ranks left running"
+  fi
+else
+  bad "no rank 1 found under the launcher"; kill -9 "$launcher"; cat "$TMP/kill.err" | tail -5
+fi
+ckpt="$(ls -d "$TMP"/killed/checkpoint-* | sort -t- -k2 -n | tail -1)"
+run resume_after_kill 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${long[@]/100000/$(( $(basename "$ckpt" | cut -d- -f2) + 2 ))}" \
+  --resume_from_checkpoint "$ckpt"
+
+# 4. Rendezvous that cannot complete: exit 4 and a message, bounded by --ddp_timeout.
+short=(--model "$TMP/m" --dataset swift/self-cognition#8 --model_name Tiny Tests --model_author Tests Tests
+       --max_steps 1 --add_version false --num_threads 1 --ddp_timeout 3)
+port="$(free_port)"
+run missing_rank 4 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$port" "$SWIFT" sft "${short[@]}" --output_dir "$TMP/r0"
+has missing_rank_msg "rendezvous at 127.0.0.1:$port failed" err
+run nobody_there 4 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(free_port)" "$SWIFT" sft "${short[@]}" --output_dir "$TMP/r1"
+has nobody_there_hint "MASTER_ADDR/MASTER_PORT" err
+"$PY" -c 'import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", 0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' > "$TMP/taken" &
+holder=$!
+for _ in $(seq 1 50); do [ -s "$TMP/taken" ] && break; sleep 0.1; done
+run port_taken 4 env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT="$(cat "$TMP/taken")" "$SWIFT" sft "${short[@]}" --output_dir "$TMP/r2"
+has port_taken_hint "is taken" err
+kill "$holder" 2>/dev/null
+run bad_rank 2 env RANK=2 WORLD_SIZE=2 "$SWIFT" sft "${short[@]}" --output_dir "$TMP/r3"
+has bad_rank_msg "RANK" err
+
+finish dist
