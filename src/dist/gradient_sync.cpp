@@ -9,20 +9,85 @@
 namespace swift::dist {
 
 GradientSync::GradientSync(ProcessGroup& group, std::vector<at::Tensor> params, int64_t bucket_bytes)
-    : group_(group), params_(std::move(params)) {
+    : group_(group), params_(std::move(params)), bucket_bytes_(bucket_bytes) {
+  std::vector<size_t> all(params_.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  buckets_ = make_buckets(all);
+}
+
+std::vector<std::vector<size_t>> GradientSync::make_buckets(const std::vector<size_t>& indices) const {
+  std::vector<std::vector<size_t>> buckets;
   int64_t bytes = 0;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  for (size_t i : indices) {
     const at::Tensor& p = params_[i];
     const int64_t size = p.numel() * static_cast<int64_t>(p.element_size());
-    const bool fits = !buckets_.empty() && bytes + size <= bucket_bytes &&
-                      params_[buckets_.back().front()].scalar_type() == p.scalar_type() &&
-                      params_[buckets_.back().front()].device() == p.device();
+    const bool fits = !buckets.empty() && bytes + size <= bucket_bytes_ &&
+                      params_[buckets.back().front()].scalar_type() == p.scalar_type() &&
+                      params_[buckets.back().front()].device() == p.device();
     if (!fits) {
-      buckets_.emplace_back();
+      buckets.emplace_back();
       bytes = 0;
     }
-    buckets_.back().push_back(i);
+    buckets.back().push_back(i);
     bytes += size;
+  }
+  return buckets;
+}
+
+at::Tensor GradientSync::flat_grads(const std::vector<size_t>& bucket) const {
+  std::vector<at::Tensor> parts;
+  for (size_t i : bucket) {
+    const at::Tensor& p = params_[i];
+    const at::Tensor g = p.grad();
+    parts.push_back(g.defined() ? g.reshape(-1) : at::zeros({p.numel()}, p.options()));
+  }
+  return at::cat(parts);
+}
+
+void GradientSync::set_owners(const std::vector<int>& owners) {
+  owner_buckets_.clear();
+  for (int rank = 0; rank < group_.world_size(); ++rank) {
+    std::vector<size_t> mine;
+    for (size_t i = 0; i < owners.size(); ++i)
+      if (owners[i] == rank) mine.push_back(i);
+    for (auto& bucket : make_buckets(mine)) owner_buckets_.emplace_back(rank, std::move(bucket));
+  }
+}
+
+void GradientSync::reduce_gradients_to_owners() {
+  c10::NoGradGuard no_grad;
+  for (const auto& [owner, bucket] : owner_buckets_) {
+    at::Tensor flat = flat_grads(bucket);
+    group_.reduce_sum(flat, owner);
+    int64_t offset = 0;
+    for (size_t i : bucket) {
+      at::Tensor p = params_[i];
+      if (owner == group_.rank()) {
+        at::Tensor summed = flat.narrow(0, offset, p.numel()).view_as(p);
+        if (p.grad().defined()) p.mutable_grad().copy_(summed);
+        else p.mutable_grad() = summed.clone();
+      } else {
+        p.mutable_grad().reset();  // not ours: freed until the next micro-batch's backward
+      }
+      offset += p.numel();
+    }
+  }
+}
+
+void GradientSync::broadcast_from_owners() {
+  c10::NoGradGuard no_grad;
+  for (const auto& [owner, bucket] : owner_buckets_) {
+    std::vector<at::Tensor> parts;
+    for (size_t i : bucket) parts.push_back(params_[i].detach().reshape(-1));
+    at::Tensor flat = at::cat(parts);
+    group_.broadcast(flat, owner);
+    if (owner == group_.rank()) continue;
+    int64_t offset = 0;
+    for (size_t i : bucket) {
+      at::Tensor p = params_[i].detach();
+      p.copy_(flat.narrow(0, offset, p.numel()).view_as(p));
+      offset += p.numel();
+    }
   }
 }
 
@@ -45,13 +110,7 @@ void GradientSync::broadcast_parameters(int root) {
 void GradientSync::all_reduce_gradients() {
   c10::NoGradGuard no_grad;
   for (const auto& bucket : buckets_) {
-    std::vector<at::Tensor> parts;
-    for (size_t i : bucket) {
-      const at::Tensor& p = params_[i];
-      const at::Tensor g = p.grad();
-      parts.push_back(g.defined() ? g.reshape(-1) : at::zeros({p.numel()}, p.options()));
-    }
-    at::Tensor flat = at::cat(parts);
+    at::Tensor flat = flat_grads(bucket);
     group_.all_reduce_sum(flat);
     int64_t offset = 0;
     for (size_t i : bucket) {

@@ -140,6 +140,16 @@ void ProcessGroup::broadcast(at::Tensor& tensor, int root) {
   });
 }
 
+void ProcessGroup::reduce_sum(at::Tensor& tensor, int root) {
+  impl_->guarded("reduce", [&] {
+    std::vector<at::Tensor> tensors{tensor};
+    c10d::ReduceOptions options;
+    options.reduceOp = c10d::ReduceOp::SUM;
+    options.rootRank = root;
+    impl_->backend->reduce(tensors, options)->wait(impl_->timeout);
+  });
+}
+
 void ProcessGroup::barrier() {
   impl_->guarded("barrier", [&] {
     c10d::BarrierOptions options;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <mutex>
 #include <random>
+#include <set>
 #include <cmath>
 #include <deque>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include "swift/dist/env.h"
 #include "swift/dist/gradient_sync.h"
 #include "swift/dist/process_group.h"
+#include "swift/dist/zero.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
@@ -40,6 +42,7 @@
 #include "swift/train/loss_plot.h"
 #include "swift/train/tensorboard_writer.h"
 #include "swift/train/lr_schedule.h"
+#include "swift/train/memory_estimate.h"
 #include "swift/train/run_dir.h"
 #include "swift/train/sft_data.h"
 #include "swift/train/dataset_cache.h"
@@ -114,6 +117,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
       {"ddp_timeout", FlagType::kInt, "1800", "seconds a rank waits for the others (rendezvous, each collective) before failing"},
       {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo"},
+      {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero2_offload, or a DeepSpeed JSON file"},
+      {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: shard_grad_op (zero2), no_shard (zero0)"},
       // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
       {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
@@ -158,7 +163,9 @@ struct Job {
   uint64_t data_seed = 0;                     // --data_seed, else --seed
   // Several ranks: each takes its slice of every global micro-batch; rank 0 alone writes files.
   std::unique_ptr<dist::ProcessGroup> group;
-  int rank = 0, world_size = 1;
+  int rank = 0, world_size = 1, local_world_size = 1;
+  int64_t longest_example = 0;  // tokens of the longest training row when encoded up front (0: not known)
+  dist::ZeroConfig zero;  // stage > 0 only with several ranks
   bool main_rank() const { return rank == 0; }
 };
 
@@ -175,15 +182,18 @@ std::vector<const train::Example*> rank_slice(const std::vector<const train::Exa
 }
 
 // AdamW with weight decay on every trainable weight but biases and norm weights (as transformers' Trainer).
-std::unique_ptr<train::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr) {
+// With ZeRO only the parameters this rank owns (`owned`, by name); nullptr: all trainable ones.
+std::unique_ptr<train::AdamW> make_optimizer(model::CausalLM& m, const cli::Flags& f, double lr,
+                                             const std::set<std::string>* owned = nullptr) {
   train::AdamWGroup decay{{}, f.number("weight_decay")}, no_decay{{}, 0.0};
   for (auto& item : m->named_parameters()) {
     if (!item.value().requires_grad()) continue;
+    if (owned && !owned->count(item.key())) continue;
     const std::string& n = item.key();
     const bool exempt = n.find("norm") != std::string::npos || (n.size() > 5 && n.compare(n.size() - 5, 5, ".bias") == 0);
     (exempt ? no_decay : decay).params.emplace_back(n, item.value());
   }
-  SWIFT_CHECK(!decay.params.empty() || !no_decay.params.empty(), UsageError,
+  SWIFT_CHECK(owned || !decay.params.empty() || !no_decay.params.empty(), UsageError,
               "nothing to train: no parameter requires a gradient", "check --train_type and --target_modules");
   auto optimizer = std::make_unique<train::AdamW>(
       std::vector<train::AdamWGroup>{decay, no_decay},
@@ -227,41 +237,105 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
   return {tokens ? loss / tokens : 0.0, tokens ? static_cast<double>(correct) / tokens : 0.0};
 }
 
-void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const train::AdamW& optimizer,
-                     const train::TrainData& data, std::deque<fs::path>& saved) {
-  const fs::path dir = job.run_dir / ("checkpoint-" + std::to_string(step));
-  AtomicDir out(dir);  // a crash mid-save never leaves a checkpoint that looks complete
+// Before the first step: what this rank will need against what its device has, and what to change if it will
+// not fit (train::estimate_memory).
+void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vector<at::Tensor>& trainable,
+                         int64_t batch_size) {
+  train::MemoryInputs in;
+  for (const auto& p : job.model->parameters()) {
+    in.total_params += p.numel();
+    in.weight_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  for (const auto& p : trainable) {
+    in.trainable_params += p.numel();
+    in.trainable_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  }
+  const auto& config = job.model->config();
+  in.hidden_size = config.hidden_size;
+  in.intermediate_size = config.intermediate_size;
+  in.num_layers = config.num_hidden_layers;
+  in.vocab_size = config.vocab_size;
+  const c10::ScalarType compute = job.autocast ? *job.autocast : job.model->parameters().front().scalar_type();
+  in.activation_element_bytes = static_cast<int64_t>(c10::elementSize(compute));
+  // Rows are padded to the longest in their batch: the longest row bounds a micro-batch (--max_length where the
+  // rows are encoded as they are drawn).
+  const int64_t max_length = flags.integer("max_length") > 0 ? flags.integer("max_length") : config.max_position_embeddings;
+  in.tokens_per_micro_batch = batch_size * (job.longest_example > 0 ? job.longest_example : max_length);
+  in.zero_stage = job.zero.stage;
+  in.world_size = job.world_size;
+  in.gradient_checkpointing = flags.boolean("gradient_checkpointing");
+  const c10::Device device = job.model->device();
+  const double available = train::available_memory_bytes(device.is_cuda() ? device.index() : -1, job.local_world_size);
+  const auto estimate = train::estimate_memory(in);
+  const std::string text = train::describe_estimate(in, estimate, available, device.is_cuda() ? "GPU memory" : "RAM",
+                                                    job.lora);
+  if (!train::memory_advice(in, estimate, available, job.lora).empty()) log_warn("memory per rank (estimate): ", text);
+  else log_info("memory per rank (estimate): ", text);
+}
+
+// A ZeRO rank's optimizer shard in a checkpoint.
+std::string rank_file_name(int rank, int world_size) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "optimizer-rank%05d-of-%05d.safetensors", rank, world_size);
+  return name;
+}
+
+// Rank 0's part of a checkpoint: the weights, args.json and, with the training state, the optimizer (unless
+// sharded), the RNG state and trainer_state.json.
+void write_checkpoint_files(Job& job, const cli::Flags& flags, int64_t step, const train::AdamW& optimizer,
+                            const train::TrainData& data, const fs::path& out, bool whole_optimizer) {
   if (job.lora) {
-    tuners::save_adapter(job.model, job.lora_config, out.path());
+    tuners::save_adapter(job.model, job.lora_config, out);
   } else {
     model::SaveOptions save;
     save.dtype = job.save_dtype;
-    model::save_model(job.model, out.path(), save, job.model_dir);
+    model::save_model(job.model, out, save, job.model_dir);
   }
   json args = flags.to_json();
   args["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
   args["model"] = fs::absolute(job.model_dir).string();
-  io::write_json_file(out.path() / "args.json", args);
-  if (!flags.boolean("save_only_model")) {
-    optimizer.save(out.path() / "optimizer.safetensors");
-    // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    at::Tensor rng_state;
-    {
-      std::lock_guard<std::mutex> lock(generator.mutex());
-      rng_state = generator.get_state();
-    }
-    torch::save(rng_state, (out.path() / "rng_state.pt").string());
-    const json data_state = data.state();  // "epoch"/"data_position" stay for readers of older checkpoints
-    json state = {{"global_step", step}, {"epoch", data.epoch()}, {"data_position", data_state.value("position", uint64_t{0})},
-                  {"data_state", data_state}};
-    if (job.scaler) {
-      state["loss_scale"] = job.scaler->current_scale();
-      state["loss_scale_growth_tracker"] = job.scaler->growth_tracker().item<int>();
-    }
-    io::write_json_file(out.path() / "trainer_state.json", state);
+  io::write_json_file(out / "args.json", args);
+  if (flags.boolean("save_only_model")) return;
+  if (whole_optimizer) optimizer.save(out / "optimizer.safetensors");
+  // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  at::Tensor rng_state;
+  {
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    rng_state = generator.get_state();
   }
-  out.commit();
+  torch::save(rng_state, (out / "rng_state.pt").string());
+  const json data_state = data.state();  // "epoch"/"data_position" stay for readers of older checkpoints
+  json state = {{"global_step", step}, {"epoch", data.epoch()}, {"data_position", data_state.value("position", uint64_t{0})},
+                {"data_state", data_state}};
+  if (job.scaler) {
+    state["loss_scale"] = job.scaler->current_scale();
+    state["loss_scale_growth_tracker"] = job.scaler->growth_tracker().item<int>();
+  }
+  io::write_json_file(out / "trainer_state.json", state);
+}
+
+// Runs on every rank. Rank 0 writes the model (or adapter), arguments and trainer state into a temporary
+// folder; under ZeRO every rank adds its optimizer shard to it; once all have written (a barrier) rank 0 renames
+// it into place, so a crash mid-save never leaves a checkpoint that looks complete.
+void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const train::AdamW& optimizer,
+                     const train::TrainData& data, std::deque<fs::path>& saved) {
+  const fs::path dir = job.run_dir / ("checkpoint-" + std::to_string(step));
+  const bool with_state = !flags.boolean("save_only_model"), sharded = job.zero.stage > 0;
+  std::optional<AtomicDir> out;
+  fs::path tmp;
+  if (job.main_rank()) {
+    out.emplace(dir);
+    tmp = out->path();
+  }
+  if (job.main_rank()) write_checkpoint_files(job, flags, step, optimizer, data, tmp, with_state && !sharded);
+  if (sharded && with_state) {  // after rank 0's files: saving the model replaces the folder it writes into
+    tmp = job.group->share("checkpoint-" + std::to_string(step), tmp.string());
+    optimizer.save(tmp / rank_file_name(job.rank, job.world_size));
+  }
+  if (job.group) job.group->barrier();  // every shard is written, and no rank runs ahead of a save
+  if (!job.main_rank()) return;
+  out->commit();
   saved.push_back(dir);
   const int64_t limit = flags.integer("save_total_limit");
   while (limit > 0 && static_cast<int64_t>(saved.size()) > limit) {
@@ -269,6 +343,44 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
     saved.pop_front();
   }
   log_info("saved ", dir.string());
+}
+
+// --deepspeed, or the FSDP spelling of the same sharding (ms-swift takes both).
+std::string sharding_spec(const cli::Flags& flags) {
+  const std::string deepspeed = flags.str("deepspeed"), fsdp = flags.str("fsdp");
+  if (fsdp.empty()) return deepspeed;
+  SWIFT_CHECK(deepspeed.empty(), UsageError, "--deepspeed and --fsdp are both given", "choose one");
+  if (fsdp.find("shard_grad_op") != std::string::npos) return "zero2";
+  if (fsdp.find("no_shard") != std::string::npos) return "zero0";
+  if (fsdp.find("full_shard") != std::string::npos || fsdp.find("hybrid_shard") != std::string::npos) return "zero3";
+  throw UsageError("--fsdp '" + fsdp + "' does not map to a sharding swift has",
+                   "use --fsdp shard_grad_op (= --deepspeed zero2) or no_shard; FSDP config files are not read");
+}
+
+// The AdamW state each rank holds under the partition (the moments are two tensors shaped like the parameter).
+void log_zero_shares(const Job& job, const dist::ParameterPartition& partition, const std::vector<int64_t>& bytes) {
+  int64_t total = 0;
+  for (const int64_t b : bytes) total += b;
+  std::string shares;
+  for (int r = 0; r < job.world_size; ++r)
+    shares += (r ? ", " : "") + std::to_string(2.0 * static_cast<double>(partition.bytes_of(r)) / (1 << 20)).substr(0, 6);
+  log_info("ZeRO-", job.zero.stage, " (", job.zero.source, "): AdamW state per rank ", shares, " MiB (without ZeRO ",
+           std::to_string(2.0 * static_cast<double>(total) / (1 << 20)).substr(0, 6), " MiB on every rank)",
+           job.zero.stage == 2 ? "; gradients between micro-batches likewise" : "");
+}
+
+// A checkpoint's optimizer state: optimizer.safetensors (one process, DDP) or one optimizer-rank*.safetensors per
+// rank (ZeRO).
+std::vector<fs::path> optimizer_state_files(const fs::path& checkpoint) {
+  std::vector<fs::path> files;
+  if (fs::exists(checkpoint / "optimizer.safetensors")) files.push_back(checkpoint / "optimizer.safetensors");
+  if (!fs::is_directory(checkpoint)) return files;
+  for (const auto& entry : fs::directory_iterator(checkpoint)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("optimizer-rank", 0) == 0 && entry.path().extension() == ".safetensors") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
@@ -487,6 +599,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
         log_info("packing: packed ", val_samples, " validation samples into ", job.val.size(), " rows");
       }
     }
+    for (const auto& e : examples) job.longest_example = std::max<int64_t>(job.longest_example, e.input_ids.size());
     job.train = std::make_unique<train::InMemoryData>(std::move(examples), batch_size, data_seed);
   }
   return job;
@@ -529,6 +642,18 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
   Job job = build_job(flags, pretrain, setup, std::move(group));
+  job.local_world_size = dist_env.local_world_size;
+  job.zero = dist::parse_deepspeed(sharding_spec(flags));
+  if (job.zero.offload_optimizer || job.zero.offload_param) {
+    SWIFT_CHECK(!job.model->device().is_cuda(), UsageError,
+                "--deepspeed " + job.zero.source + ": CPU offload is not implemented on CUDA yet",
+                "use zero2 without offload, LoRA, or gradient checkpointing");
+    log_info("--deepspeed ", job.zero.source, ": offload to the CPU has no effect, training already runs there");
+  }
+  if (job.zero.stage > 0 && !job.group) {
+    log_info("--deepspeed ", job.zero.source, ": one process has nothing to shard; training without ZeRO");
+    job.zero.stage = 0;
+  }
   job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
 
   // Steps and schedule.
@@ -561,8 +686,26 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   if (schedule_options.type == train::LrSchedulerType::kCosineWithMinLr)
     schedule_options.min_lr_rate = flags.given("min_lr_rate") ? flags.number("min_lr_rate") : 0.1;
   const train::LrSchedule schedule(schedule_options);
-  auto optimizer = make_optimizer(job.model, flags, lr);
-  const std::vector<at::Tensor> params = optimizer->parameters();
+  // The trainable parameters in model order (the same list on every rank). With ZeRO each belongs to one rank,
+  // whose optimizer alone holds its state.
+  std::vector<std::string> names;
+  std::vector<at::Tensor> params;
+  for (auto& item : job.model->named_parameters()) {
+    if (!item.value().requires_grad()) continue;
+    names.push_back(item.key());
+    params.push_back(item.value());
+  }
+  std::optional<dist::ParameterPartition> partition;
+  std::set<std::string> owned, elsewhere;
+  if (job.zero.stage > 0) {
+    std::vector<int64_t> bytes;
+    for (const auto& p : params) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+    partition.emplace(bytes, job.world_size);
+    for (size_t i = 0; i < names.size(); ++i) (partition->owner(i) == job.rank ? owned : elsewhere).insert(names[i]);
+    log_zero_shares(job, *partition, bytes);
+  }
+  auto optimizer = make_optimizer(job.model, flags, lr, partition ? &owned : nullptr);
+  log_memory_estimate(job, flags, params, batch_size);
 
   // Run folder: made by rank 0, whose path every rank learns (checkpoints are rank 0's to write).
   fs::path output_dir = flags.str("output_dir");
@@ -588,7 +731,8 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty() && !flags.boolean("resume_only_model")) {
     const fs::path state_path = resume / "trainer_state.json";
-    SWIFT_CHECK(fs::exists(state_path) && fs::exists(resume / "optimizer.safetensors"), DataError,
+    const auto optimizer_files = optimizer_state_files(resume);
+    SWIFT_CHECK(fs::exists(state_path) && !optimizer_files.empty(), DataError,
                 resume.string() + " has no trainer state (saved with --save_only_model?)",
                 "pass --resume_only_model true to start from its weights at step 0");
     const json state = io::read_json_file(state_path);
@@ -596,7 +740,8 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     SWIFT_CHECK(start_step < total_steps, UsageError,
                 "the checkpoint is at step " + std::to_string(start_step) + " of " + std::to_string(total_steps),
                 "raise --max_steps / --num_train_epochs to train further");
-    optimizer->load(resume / "optimizer.safetensors");
+    // Any layout loads: one file (1 rank, DDP) or a shard per rank (ZeRO), at this world size or another.
+    optimizer->load(optimizer_files, elsewhere);
     if (job.scaler && state.contains("loss_scale"))
       job.scaler->restore(at::tensor(state.at("loss_scale").get<double>(), at::kFloat),
                           at::tensor(state.at("loss_scale_growth_tracker").get<int>(), at::kInt));
@@ -617,12 +762,15 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const double max_grad_norm = flags.number("max_grad_norm");
   std::deque<fs::path> saved;
 
-  // Data parallel: every rank starts from rank 0's trainable weights and sums gradients each step.
+  // Data parallel: every rank starts from rank 0's trainable weights and sums gradients each step (ZeRO-2:
+  // into their owners after each micro-batch).
   std::optional<dist::GradientSync> sync;
   if (job.group) {
-    sync.emplace(*job.group, params);
+    sync.emplace(*job.group, params, job.zero.reduce_bucket_bytes);
+    if (partition) sync->set_owners(partition->owners());
     sync->broadcast_parameters();
-    log_info("data parallel: ", job.world_size, " ranks, gradients summed in ", sync->buckets(), " bucket(s) per step");
+    log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage == 2 ? "gradients reduced to their owners" : "gradients summed",
+             " in ", sync->buckets(), " bucket(s) per step", job.zero.stage > 0 ? ", ZeRO-" + std::to_string(job.zero.stage) : std::string());
   }
 
   job.model->train();
@@ -635,17 +783,24 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     // their label tokens.
     // With several ranks the normaliser is the label tokens of every rank's micro-batches: the summed gradients
     // are then those of one process on the global batch.
-    std::vector<train::Batch> micro;
+    std::vector<std::optional<train::Batch>> micro;  // empty where a short last batch left this rank nothing
     int64_t step_tokens = 0;
     const int64_t n_micro = micro_batches_in_step(step);
     for (int64_t k = 0; k < n_micro; ++k) {
       const auto items = rank_slice(data.next_micro_batch(), job.rank, job.world_size);
-      if (items.empty()) continue;  // a short last batch left this rank nothing
-      micro.push_back(train::collate(items, job.pad_id));
-      step_tokens += micro.back().label_tokens;
+      micro.emplace_back();
+      if (items.empty()) continue;
+      micro.back() = train::collate(items, job.pad_id);
+      step_tokens += micro.back()->label_tokens;
     }
     if (job.group) step_tokens = std::llround(job.group->sum({static_cast<double>(step_tokens)})[0]);
-    for (auto& b : micro) {
+    for (auto& maybe : micro) {
+      // ZeRO-2 reduces after every micro-batch, so every rank takes part even without samples of its own.
+      if (!maybe) {
+        if (job.zero.stage == 2) sync->reduce_gradients_to_owners();
+        continue;
+      }
+      const train::Batch& b = *maybe;
       const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
       {
@@ -658,17 +813,35 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       window_loss += sums.loss_sum.item<double>();
       window_tokens += sums.tokens;
       window_correct += sums.correct;
+      if (job.zero.stage == 2) sync->reduce_gradients_to_owners();
     }
-    if (sync) sync->all_reduce_gradients();
+    if (sync && job.zero.stage < 2) sync->all_reduce_gradients();
     // fp16: gradients back to their true size before clipping; an overflow skips the update (as the Trainer),
-    // the schedule moves on and the scale backs off. (Summed gradients are the same on every rank, so every
-    // rank sees the same overflow and clips by the same norm.)
-    const bool overflow = job.scaler && job.scaler->unscale(params);
-    const double grad_norm = max_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, max_grad_norm)
-                                               : train::grad_norm(params);  // logged, nothing clipped
+    // the schedule moves on and the scale backs off. Summed gradients are the same on every rank, so every
+    // rank sees the same overflow and norm; under ZeRO-2 each rank holds its own shard, so the overflow and
+    // the squared norm are combined over the ranks.
+    bool overflow = job.scaler && job.scaler->unscale(params);
+    double grad_norm = 0;
+    if (job.zero.stage == 2) {
+      overflow = job.group->sum({overflow ? 1.0 : 0.0})[0] > 0;
+      if (job.scaler) job.scaler->set_overflow(overflow);
+      const double local = train::grad_norm(params);
+      grad_norm = std::sqrt(job.group->sum({local * local})[0]);
+      const double coefficient = max_grad_norm / (grad_norm + 1e-6);  // as clip_grad_norm_
+      if (max_grad_norm > 0 && coefficient < 1.0) {
+        torch::NoGradGuard no_grad;
+        for (auto& p : params)
+          if (p.grad().defined()) p.mutable_grad().mul_(coefficient);
+      }
+    } else {
+      grad_norm = max_grad_norm > 0 ? torch::nn::utils::clip_grad_norm_(params, max_grad_norm)
+                                    : train::grad_norm(params);  // logged, nothing clipped
+    }
     optimizer->set_lr(schedule.lr(step));
     if (!overflow) optimizer->step();
-    optimizer->zero_grad();
+    if (partition && !overflow) sync->broadcast_from_owners();  // the owners' new values to every rank
+    for (auto& p : params)
+      if (p.grad().defined()) p.mutable_grad().reset();  // every gradient: ZeRO optimizers see only their own
     if (job.scaler) job.scaler->update();
     window_grad_norm += grad_norm;
     ++window_steps;
@@ -718,10 +891,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       eval_curve.steps.push_back(static_cast<double>(done));
       eval_curve.values.push_back(e.loss);
     }
-    if (done % save_steps == 0 || done == total_steps) {
-      if (job.main_rank()) save_checkpoint(job, flags, done, *optimizer, data, saved);
-      if (job.group) job.group->barrier();  // nobody runs ahead of (or exits before) a checkpoint being written
-    }
+    if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
   }
   progress.finish();
   if (job.main_rank()) {

@@ -91,36 +91,47 @@ void AdamW::save(const std::filesystem::path& path) const {
   io::save_safetensors(path, state_tensors(), {{"format", "swift-adamw"}, {"version", "1"}});
 }
 
-void AdamW::load(const std::filesystem::path& path) {
-  const auto file = io::SafetensorsFile::open(path);
-  const auto format = file->metadata().find("format");
-  SWIFT_CHECK(format != file->metadata().end() && format->second == "swift-adamw", DataError,
-              path.string() + " is not a swift AdamW state file", "resume from a checkpoint written by swift sft");
+void AdamW::load(const std::filesystem::path& path) { load(std::vector<std::filesystem::path>{path}, {}); }
+
+void AdamW::load(const std::vector<std::filesystem::path>& paths, const std::set<std::string>& elsewhere) {
+  std::vector<std::shared_ptr<io::SafetensorsFile>> files;
+  for (const auto& path : paths) {
+    files.push_back(io::SafetensorsFile::open(path));
+    const auto format = files.back()->metadata().find("format");
+    SWIFT_CHECK(format != files.back()->metadata().end() && format->second == "swift-adamw", DataError,
+                path.string() + " is not a swift AdamW state file", "resume from a checkpoint written by swift sft");
+  }
   std::set<std::string> used;
   const at::NoGradGuard no_grad;
   for (auto& slot : slots_) {
-    const std::string key = slot.name + ".exp_avg";
-    if (!file->contains(key)) continue;  // a parameter that had no gradient yet when the state was saved
+    size_t f = 0;
+    while (f < files.size() && !files[f]->contains(slot.name + ".exp_avg")) ++f;
+    if (f == files.size()) continue;  // a parameter that had no gradient yet when the state was saved
+    const auto& file = *files[f];
+    const std::string where = paths[f].string();
     init_state(slot);
     for (auto [suffix, target] : {std::pair<const char*, at::Tensor*>{".exp_avg", &slot.exp_avg},
                                   {".exp_avg_sq", &slot.exp_avg_sq},
                                   {".step", &slot.step}}) {
       const std::string name = slot.name + suffix;
-      SWIFT_CHECK(file->contains(name), DataError, path.string() + " lacks " + name,
+      SWIFT_CHECK(file.contains(name), DataError, where + " lacks " + name,
                   "the optimizer state is incomplete; resume with --resume_only_model true");
-      const at::Tensor saved = file->get(name);
+      const at::Tensor saved = file.get(name);
       SWIFT_CHECK(saved.sizes() == target->sizes(), DataError,
-                  path.string() + ": " + name + " has shape " + c10::str(saved.sizes()) + ", the model's is " +
+                  where + ": " + name + " has shape " + c10::str(saved.sizes()) + ", the model's is " +
                       c10::str(target->sizes()),
                   "resume with the model and --train_type of the run that wrote it");
       target->copy_(saved);
       used.insert(name);
     }
   }
-  for (const auto& entry : file->entries()) {
-    SWIFT_CHECK(used.count(entry.name) > 0, DataError,
-                path.string() + " holds state for " + entry.name + ", which is not a trainable parameter here",
-                "resume with the --train_type, --target_modules and model of the run that wrote it");
+  for (size_t f = 0; f < files.size(); ++f) {
+    for (const auto& entry : files[f]->entries()) {
+      const std::string param = entry.name.substr(0, entry.name.rfind('.'));
+      SWIFT_CHECK(used.count(entry.name) > 0 || elsewhere.count(param) > 0, DataError,
+                  paths[f].string() + " holds state for " + entry.name + ", which is not a trainable parameter here",
+                  "resume with the --train_type, --target_modules and model of the run that wrote it");
+    }
   }
 }
 

@@ -24,6 +24,8 @@ bool GradScaler::unscale(const std::vector<at::Tensor>& params) {
   return found_inf_.item<float>() != 0.0f;
 }
 
+void GradScaler::set_overflow(bool overflow) { found_inf_.fill_(overflow ? 1.0 : 0.0); }
+
 void GradScaler::update() {
   at::_amp_update_scale_(scale_, growth_tracker_, found_inf_, options_.growth_factor, options_.backoff_factor,
                          options_.growth_interval);

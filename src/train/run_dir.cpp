@@ -1,7 +1,9 @@
 // Run folders and the JSONL training log.
 #include "swift/train/run_dir.h"
 
+#include <algorithm>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -10,6 +12,8 @@
 // A CPU-only LibTorch has no CUDA allocator headers; there the peak is always the process's resident set.
 #if __has_include(<c10/cuda/CUDACachingAllocator.h>)
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #define SWIFT_HAS_CUDA_ALLOCATOR 1
 #endif
 
@@ -90,6 +94,25 @@ double peak_memory_gib(int cuda_device) {
   std::string line;
   while (std::getline(status, line)) {
     if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / (1024.0 * 1024.0);  // kB
+  }
+  return 0.0;
+}
+
+double available_memory_bytes(int cuda_device, int local_ranks) {
+#ifdef SWIFT_HAS_CUDA_ALLOCATOR
+  if (cuda_device >= 0) {
+    c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(cuda_device));
+    size_t free = 0, total = 0;
+    if (cudaMemGetInfo(&free, &total) != cudaSuccess) return 0.0;
+    return static_cast<double>(total);
+  }
+#endif
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0 / std::max(1, local_ranks);
   }
   return 0.0;
 }

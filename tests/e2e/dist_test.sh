@@ -3,6 +3,8 @@
 # (NPROC_PER_NODE=2) and by hand with the torchrun variables. Usage: dist_test.sh path/to/swift
 #  - 2 ranks x batch 2 give the same losses and final weights as 1 rank x batch 4 (fp32, 1e-5), full and LoRA,
 #    and their checkpoint answers in single-process infer as the 1-rank one does;
+#  - so do ZeRO-1 and ZeRO-2 (sharded optimizer state and gradients), whose checkpoints resume at 2 ranks and in one
+#    process; --deepspeed JSON files and --fsdp shard_grad_op map onto them;
 #  - resuming a 2-rank run from its checkpoint continues with the same losses;
 #  - a rank killed mid-run stops the other; the launcher exits non-zero naming it; resuming afterwards works;
 #  - a rendezvous that cannot complete (a rank missing, nothing at MASTER_ADDR, the port taken) ends with exit 4
@@ -48,6 +50,46 @@ for type in full lora; do
   compare "$type" "$TMP/one-$type" "$TMP/two-$type" "$weights"
 done
 test ! -e "$TMP/two-full/checkpoint-6/rank1" && ok || bad "rank 1 wrote files"
+
+# 1b. ZeRO-1 and ZeRO-2 (optimizer state / and gradients sharded) equal 1 rank too; their optimizer state is one
+#     file per rank, and a ZeRO-2 checkpoint resumes at 2 ranks (same losses) and in one process.
+for stage in zero1 zero2; do
+  for type in full lora; do
+    weights=model.safetensors
+    [ "$type" = lora ] && weights=adapter_model.safetensors
+    run "${stage}_$type" 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type "$type" \
+      --per_device_train_batch_size 2 --deepspeed "$stage" --output_dir "$TMP/$stage-$type"
+    has "${stage}_${type}_shares" "AdamW state per rank" err
+    compare "$stage $type" "$TMP/one-$type" "$TMP/$stage-$type" "$weights"
+  done
+done
+test -s "$TMP/zero2-full/checkpoint-3/optimizer-rank00000-of-00002.safetensors" && \
+  test -s "$TMP/zero2-full/checkpoint-3/optimizer-rank00001-of-00002.safetensors" && \
+  test ! -e "$TMP/zero2-full/checkpoint-3/optimizer.safetensors" && ok || bad "ZeRO optimizer shards"
+run zero2_resume 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 2 \
+  --deepspeed zero2 --output_dir "$TMP/zero2-res" --resume_from_checkpoint "$TMP/zero2-full/checkpoint-3"
+run zero2_resume_one 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
+  --output_dir "$TMP/zero2-res1" --resume_from_checkpoint "$TMP/zero2-full/checkpoint-3"
+"$PY" - "$TMP/zero2-full" "$TMP/zero2-res" "$TMP/zero2-res1" <<'P' && ok || bad "ZeRO-2 resume losses differ"
+import json, sys
+def losses(d):
+    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
+ref = losses(sys.argv[1])
+for d, tol in ((sys.argv[2], 1e-6), (sys.argv[3], 1e-5)):
+    got = losses(d)
+    assert sorted(got) == ["4/6", "5/6", "6/6"], got
+    assert all(abs(ref[k] - got[k]) <= tol * max(1, abs(ref[k])) for k in got), (d, ref, got)
+P
+# A DeepSpeed JSON file and the FSDP spelling; ZeRO-3 says it is not there.
+printf '{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2, "overlap_comm": true, "reduce_bucket_size": "auto"}}' > "$TMP/ds.json"
+run ds_json 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --per_device_train_batch_size 2 \
+  --max_steps 1 --deepspeed "$TMP/ds.json" --output_dir "$TMP/ds"
+has ds_json_stage "ZeRO-2 ($TMP/ds.json)" err
+run fsdp 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --per_device_train_batch_size 2 \
+  --max_steps 1 --fsdp "shard_grad_op auto_wrap" --output_dir "$TMP/fsdp"
+has fsdp_stage "ZeRO-2 (zero2)" err
+run zero3 2 "$SWIFT" sft "${common[@]}" --train_type lora --deepspeed zero3 --output_dir "$TMP/z3"
+has zero3_msg "ZeRO-3 (parameter sharding) is not implemented" err
 
 # The 2-rank checkpoint in single-process infer answers as the 1-rank one.
 printf '{"query": "who are you?"}\n' > "$TMP/ask.jsonl"

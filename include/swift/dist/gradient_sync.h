@@ -26,10 +26,24 @@ class GradientSync {
   void all_reduce_gradients();
   size_t buckets() const { return buckets_.size(); }
 
+  // ZeRO: owners[i] is the rank that owns params[i] (ParameterPartition). Needed by the two calls below.
+  void set_owners(const std::vector<int>& owners);
+  // ZeRO-2, after each micro-batch's backward: each gradient is summed into its owner's .grad (which keeps
+  // accumulating over the step's micro-batches); the other ranks drop theirs.
+  void reduce_gradients_to_owners();
+  // ZeRO-1/2, after the owners' optimizer step: every rank takes each parameter's new value from its owner.
+  void broadcast_from_owners();
+
  private:
+  // Flat buckets over `indices`: one dtype and device each, at most bucket_bytes (or one larger parameter).
+  std::vector<std::vector<size_t>> make_buckets(const std::vector<size_t>& indices) const;
+  at::Tensor flat_grads(const std::vector<size_t>& bucket) const;
+
   ProcessGroup& group_;
   std::vector<at::Tensor> params_;
+  int64_t bucket_bytes_;
   std::vector<std::vector<size_t>> buckets_;  // parameter indices; one dtype and device per bucket
+  std::vector<std::pair<int, std::vector<size_t>>> owner_buckets_;  // (owner, bucket)
 };
 
 }  // namespace swift::dist

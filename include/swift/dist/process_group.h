@@ -36,6 +36,8 @@ class ProcessGroup {
   // In place, on the group's device: the sum over ranks / rank root's values.
   void all_reduce_sum(at::Tensor& tensor);
   void broadcast(at::Tensor& tensor, int root = 0);
+  // The sum over ranks lands in root's tensor (the others' are left undefined in value).
+  void reduce_sum(at::Tensor& tensor, int root);
   void barrier();
   // Numbers (token counts, metric sums) summed over ranks, in float64.
   std::vector<double> sum(const std::vector<double>& values);

@@ -7,6 +7,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,6 +44,10 @@ class AdamW {
   // when a tensor is missing, unknown or of the wrong shape.
   void save(const std::filesystem::path& path) const;
   void load(const std::filesystem::path& path);
+  // ZeRO: the state of a sharded optimizer comes in several files (one per rank that wrote them), each with
+  // some parameters. Loads this optimizer's parameters from whichever file has them; entries of the
+  // parameters in `elsewhere` (trainable, owned by another rank now) are skipped; anything else is a DataError.
+  void load(const std::vector<std::filesystem::path>& files, const std::set<std::string>& elsewhere);
 
  private:
   struct Slot {

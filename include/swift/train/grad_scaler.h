@@ -24,6 +24,9 @@ class GradScaler {
   at::Tensor scale(const at::Tensor& loss) const;  // loss * scale
   // Divides every defined gradient by the scale in place; true when any is inf or nan (skip the step).
   bool unscale(const std::vector<at::Tensor>& params);
+  // ZeRO-2: each rank unscales only its own gradients; the overflow of any rank counts for all (set after
+  // reducing unscale()'s results over the ranks, before update()).
+  void set_overflow(bool overflow);
   // After the (possibly skipped) step: backs off after an overflow, grows after growth_interval clean steps.
   void update();
 

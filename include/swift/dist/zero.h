@@ -1,0 +1,45 @@
+// ZeRO (DeepSpeed's Zero Redundancy Optimizer) as ms-swift users ask for it: `--deepspeed zero1|zero2|...` or a
+// DeepSpeed JSON file. What each stage does here, over the data-parallel ranks:
+//   zero0  plain data parallelism (every rank holds everything);
+//   zero1  the optimizer state is sharded: each parameter belongs to one rank (ParameterPartition), which alone
+//          keeps its AdamW moments and updates it, then broadcasts the new values;
+//   zero2  also the gradients: after every micro-batch each parameter's gradient is reduced to its owner and
+//          dropped elsewhere, so between micro-batches a rank holds only its own parameters' gradients.
+// zero3 (parameter sharding) is not implemented yet and says so.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swift::dist {
+
+struct ZeroConfig {
+  int stage = 0;
+  bool offload_optimizer = false;  // "offload_optimizer": {"device": "cpu"}
+  bool offload_param = false;      // "offload_param": {"device": "cpu"}
+  int64_t reduce_bucket_bytes = 25ll << 20;  // "reduce_bucket_size" (elements in DeepSpeed; x 4 bytes here)
+  std::string source;              // "zero2", or the JSON file's path: for the log
+};
+
+// `--deepspeed` as ms-swift takes it: a preset name (zero0, zero1, zero2, zero3, zero2_offload, zero3_offload)
+// or a DeepSpeed JSON file (zero_optimization.stage, offload_optimizer/offload_param device, reduce_bucket_size;
+// "auto" values take the defaults; the other keys of the file are DeepSpeed's own and are ignored).
+// Empty: stage 0. UsageError naming --deepspeed (and the key) for anything else, and for stage 3.
+ZeroConfig parse_deepspeed(const std::string& spec);
+
+// Which rank owns each parameter: greedily the least-loaded rank by bytes, in parameter order, so every rank
+// computes the same assignment and the shards are within one parameter of equal.
+class ParameterPartition {
+ public:
+  ParameterPartition(const std::vector<int64_t>& bytes, int world_size);
+  int owner(size_t index) const { return owner_[index]; }
+  const std::vector<int>& owners() const { return owner_; }
+  int64_t bytes_of(int rank) const { return load_[static_cast<size_t>(rank)]; }
+
+ private:
+  std::vector<int> owner_;
+  std::vector<int64_t> load_;
+};
+
+}  // namespace swift::dist

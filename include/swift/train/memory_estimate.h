@@ -1,0 +1,45 @@
+// What one rank will need before training starts, so a job that cannot fit says so (and what to change) in
+// seconds instead of failing with out-of-memory minutes in. Estimates, not measurements: weights, gradients
+// and AdamW state are exact byte counts; activations follow the usual per-token, per-layer count for a
+// decoder with fused attention (no sequence-squared term) plus the fp32 logits, with gradient checkpointing
+// keeping only each layer's input and one layer's activations at a time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace swift::train {
+
+struct MemoryInputs {
+  int64_t total_params = 0;         // every parameter
+  int64_t trainable_params = 0;
+  int64_t weight_bytes = 0;         // all parameters as loaded (their dtypes)
+  int64_t trainable_bytes = 0;      // trainable parameters (gradients and each AdamW moment have this size)
+  int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, vocab_size = 0;
+  int64_t activation_element_bytes = 4;  // the compute dtype: 2 under bf16/fp16
+  int64_t tokens_per_micro_batch = 0;    // per rank: per_device_train_batch_size x the longest row (or max_length)
+  int zero_stage = 0;
+  int world_size = 1;
+  bool gradient_checkpointing = true;
+};
+
+struct MemoryEstimate {
+  double weights = 0, gradients = 0, optimizer = 0;     // bytes
+  double activations = 0, activations_other_mode = 0;  // with the chosen checkpointing, and with the other
+  double total() const { return weights + gradients + optimizer + activations; }
+};
+
+MemoryEstimate estimate_memory(const MemoryInputs& in);
+
+// "weights 14.2 GiB, gradients 0.1 GiB, ..." and, when available_bytes > 0 and the total exceeds it, what to
+// change (each suggestion with what it would save), one per line.
+std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
+                              const std::string& device_name, bool lora);
+// Suggestions only (empty when it fits or nothing is known about the device).
+std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
+                                       bool lora);
+
+std::string format_bytes(double bytes);  // "1.5 GiB", "12.0 MiB"
+
+}  // namespace swift::train

@@ -1,0 +1,86 @@
+// Per-rank memory estimate and advice (see the header).
+#include "swift/train/memory_estimate.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace swift::train {
+
+namespace {
+
+// Activation bytes kept per token for one decoder layer without recomputation: the two norms' outputs, q, k, v,
+// the attention output and its projection, the residual stream (~10 hidden-sized vectors), and the MLP's gate,
+// up, activation and product (~4 intermediate-sized ones).
+double layer_bytes_per_token(const MemoryInputs& in) {
+  return static_cast<double>(in.activation_element_bytes) * (10.0 * in.hidden_size + 4.0 * in.intermediate_size);
+}
+
+double activations(const MemoryInputs& in, bool checkpointing) {
+  const double tokens = static_cast<double>(in.tokens_per_micro_batch);
+  const double per_layer = layer_bytes_per_token(in) * tokens;
+  // fp32 logits, their log-softmax and its gradient (the loss works in fp32 over the whole vocabulary); an upper
+  // bound, since logits are computed only where a label is.
+  const double logits = 3.0 * 4.0 * tokens * static_cast<double>(in.vocab_size);
+  if (!checkpointing) return per_layer * static_cast<double>(in.num_layers) + logits;
+  const double inputs = static_cast<double>(in.activation_element_bytes) * in.hidden_size * tokens * in.num_layers;
+  return inputs + per_layer + logits;  // the layer inputs, one layer recomputed at a time
+}
+
+}  // namespace
+
+MemoryEstimate estimate_memory(const MemoryInputs& in) {
+  MemoryEstimate e;
+  const double world = std::max(1, in.world_size);
+  e.weights = static_cast<double>(in.weight_bytes);
+  e.gradients = static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 2 ? world : 1.0);
+  e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 1 ? world : 1.0);
+  e.activations = activations(in, in.gradient_checkpointing);
+  e.activations_other_mode = activations(in, !in.gradient_checkpointing);
+  return e;
+}
+
+std::string format_bytes(double bytes) {
+  char text[32];
+  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(text, sizeof(text), "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  else std::snprintf(text, sizeof(text), "%.1f MiB", bytes / (1024.0 * 1024));
+  return text;
+}
+
+std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
+                                       bool lora) {
+  std::vector<std::string> advice;
+  if (available_bytes <= 0 || e.total() <= available_bytes) return advice;
+  if (!in.gradient_checkpointing && e.activations_other_mode < e.activations)
+    advice.push_back("--gradient_checkpointing true: activations " + format_bytes(e.activations) + " -> " +
+                     format_bytes(e.activations_other_mode));
+  if (in.world_size > 1 && in.zero_stage < 2) {
+    const double saved = e.gradients + e.optimizer - 3.0 * static_cast<double>(in.trainable_bytes) / in.world_size;
+    advice.push_back("--deepspeed zero2: gradients and optimizer state split over the " +
+                     std::to_string(in.world_size) + " ranks (saves " + format_bytes(saved) + ")");
+  }
+  if (!lora)
+    advice.push_back("--train_type lora: gradients and optimizer state only for the adapter (saves about " +
+                     format_bytes(e.gradients + e.optimizer) + ")");
+  advice.push_back("a smaller --per_device_train_batch_size or --max_length (activations scale with both; keep "
+                   "the global batch with --gradient_accumulation_steps)");
+  if (in.world_size == 1) advice.push_back("more ranks (NPROC_PER_NODE) with --deepspeed zero2");
+  return advice;
+}
+
+std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
+                              const std::string& device_name, bool lora) {
+  std::string out = "weights " + format_bytes(e.weights) + ", gradients " + format_bytes(e.gradients) +
+                    ", AdamW state " + format_bytes(e.optimizer) + ", activations " + format_bytes(e.activations) +
+                    (in.gradient_checkpointing ? " (gradient checkpointing; " : " (no gradient checkpointing; ") +
+                    format_bytes(e.activations_other_mode) + (in.gradient_checkpointing ? " without)" : " with)") +
+                    " = " + format_bytes(e.total());
+  if (available_bytes > 0) out += " of " + format_bytes(available_bytes) + " " + device_name;
+  const auto advice = memory_advice(in, e, available_bytes, lora);
+  if (!advice.empty()) {
+    out += "\n  this will likely not fit; what would help:";
+    for (const auto& a : advice) out += "\n  - " + a;
+  }
+  return out;
+}
+
+}  // namespace swift::train

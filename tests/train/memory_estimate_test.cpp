@@ -1,0 +1,67 @@
+// The per-rank memory estimate: exact byte counts for weights, gradients and AdamW state under each ZeRO stage,
+// activations that shrink with gradient checkpointing, and advice only when the total does not fit.
+#include "swift/train/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+namespace swift::train {
+namespace {
+
+MemoryInputs seven_b_full(int world, int zero_stage, bool checkpointing) {
+  MemoryInputs in;
+  in.total_params = in.trainable_params = 7'000'000'000;
+  in.weight_bytes = in.trainable_bytes = 4 * in.total_params;  // fp32 master weights
+  in.hidden_size = 4096;
+  in.intermediate_size = 11008;
+  in.num_layers = 32;
+  in.vocab_size = 32000;
+  in.activation_element_bytes = 2;
+  in.tokens_per_micro_batch = 2048;
+  in.world_size = world;
+  in.zero_stage = zero_stage;
+  in.gradient_checkpointing = checkpointing;
+  return in;
+}
+
+TEST(MemoryEstimate, ZeroStagesDivideOptimizerStateThenGradients) {
+  const auto ddp = estimate_memory(seven_b_full(8, 0, true));
+  const auto z1 = estimate_memory(seven_b_full(8, 1, true));
+  const auto z2 = estimate_memory(seven_b_full(8, 2, true));
+  EXPECT_DOUBLE_EQ(ddp.weights, 28e9);
+  EXPECT_DOUBLE_EQ(ddp.gradients, 28e9);
+  EXPECT_DOUBLE_EQ(ddp.optimizer, 56e9);  // two fp32 moments
+  EXPECT_DOUBLE_EQ(z1.optimizer, 7e9);
+  EXPECT_DOUBLE_EQ(z1.gradients, 28e9);
+  EXPECT_DOUBLE_EQ(z2.gradients, 3.5e9);
+  EXPECT_DOUBLE_EQ(z2.weights, ddp.weights);  // parameters stay whole below ZeRO-3
+}
+
+TEST(MemoryEstimate, CheckpointingKeepsLayerInputsOnly) {
+  const auto with = estimate_memory(seven_b_full(1, 0, true));
+  const auto without = estimate_memory(seven_b_full(1, 0, false));
+  EXPECT_LT(with.activations * 5, without.activations);
+  EXPECT_DOUBLE_EQ(with.activations_other_mode, without.activations);
+  EXPECT_DOUBLE_EQ(without.activations_other_mode, with.activations);
+  // 32 layers x 2048 tokens x bf16 x (10 h + 4 i) plus fp32 logits three times.
+  EXPECT_DOUBLE_EQ(without.activations, 32.0 * 2048 * 2 * (10.0 * 4096 + 4.0 * 11008) + 3.0 * 4 * 2048 * 32000);
+}
+
+TEST(MemoryEstimate, AdviceOnlyWhenItDoesNotFit) {
+  const auto in = seven_b_full(8, 0, false);
+  const auto e = estimate_memory(in);
+  EXPECT_TRUE(memory_advice(in, e, 1e12, false).empty());
+  EXPECT_TRUE(memory_advice(in, e, 0, false).empty());  // unknown device: nothing to say
+  const auto advice = memory_advice(in, e, 80.0 * (1ll << 30), false);
+  ASSERT_GE(advice.size(), 3u);
+  EXPECT_NE(advice[0].find("--gradient_checkpointing true"), std::string::npos);
+  EXPECT_NE(advice[1].find("--deepspeed zero2"), std::string::npos);
+  EXPECT_NE(advice[2].find("--train_type lora"), std::string::npos);
+  const std::string text = describe_estimate(in, e, 80.0 * (1ll << 30), "GPU memory", false);
+  EXPECT_NE(text.find("of 80.0 GiB GPU memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("will likely not fit"), std::string::npos) << text;
+  EXPECT_EQ(format_bytes(1.5 * (1 << 30)), "1.5 GiB");
+  EXPECT_EQ(format_bytes(12.0 * (1 << 20)), "12.0 MiB");
+}
+
+}  // namespace
+}  // namespace swift::train
