@@ -34,15 +34,33 @@ std::vector<std::vector<size_t>> GradientSync::make_buckets(const std::vector<si
   return buckets;
 }
 
+// The bucket's gradients (zeros where a parameter has none here), then one 0/1 "has a gradient" flag per
+// parameter: summed with them, the flags tell which parameters no rank computed a gradient for, which must stay
+// without one (AdamW skips those, as in one process) instead of being updated with a zero gradient.
 at::Tensor GradientSync::flat_grads(const std::vector<size_t>& bucket) const {
   std::vector<at::Tensor> parts;
+  std::vector<double> has;
   for (size_t i : bucket) {
     const at::Tensor& p = params_[i];
     const at::Tensor g = p.grad();
     parts.push_back(g.defined() ? g.reshape(-1) : at::zeros({p.numel()}, p.options()));
+    has.push_back(g.defined() ? 1.0 : 0.0);
   }
+  parts.push_back(at::tensor(has, params_[bucket.front()].options()));
   return at::cat(parts);
 }
+
+namespace {
+// After the collective: for each of the bucket's n parameters, whether any rank had a gradient (one copy to the
+// host per bucket).
+std::vector<bool> any_gradient(const at::Tensor& flat, size_t n) {
+  const at::Tensor flags = flat.narrow(0, flat.numel() - static_cast<int64_t>(n), static_cast<int64_t>(n))
+                               .to(at::kCPU, at::kDouble);
+  std::vector<bool> out(n);
+  for (size_t k = 0; k < n; ++k) out[k] = flags.data_ptr<double>()[k] > 0.5;
+  return out;
+}
+}  // namespace
 
 void GradientSync::set_owners(const std::vector<int>& owners) {
   owner_buckets_.clear();
@@ -59,12 +77,14 @@ void GradientSync::reduce_gradients_to_owners() {
   for (const auto& [owner, bucket] : owner_buckets_) {
     at::Tensor flat = flat_grads(bucket);
     group_.reduce_sum(flat, owner);
+    const std::vector<bool> has = owner == group_.rank() ? any_gradient(flat, bucket.size()) : std::vector<bool>();
     int64_t offset = 0;
-    for (size_t i : bucket) {
-      at::Tensor p = params_[i];
+    for (size_t k = 0; k < bucket.size(); ++k) {
+      at::Tensor p = params_[bucket[k]];
       if (owner == group_.rank()) {
         at::Tensor summed = flat.narrow(0, offset, p.numel()).view_as(p);
-        if (p.grad().defined()) p.mutable_grad().copy_(summed);
+        if (!has[k]) p.mutable_grad().reset();
+        else if (p.grad().defined()) p.mutable_grad().copy_(summed);
         else p.mutable_grad() = summed.clone();
       } else {
         p.mutable_grad().reset();  // not ours: freed until the next micro-batch's backward
@@ -112,15 +132,14 @@ void GradientSync::all_reduce_gradients() {
   for (const auto& bucket : buckets_) {
     at::Tensor flat = flat_grads(bucket);
     group_.all_reduce_sum(flat);
+    const std::vector<bool> has = any_gradient(flat, bucket.size());
     int64_t offset = 0;
-    for (size_t i : bucket) {
-      at::Tensor p = params_[i];
+    for (size_t k = 0; k < bucket.size(); ++k) {
+      at::Tensor p = params_[bucket[k]];
       at::Tensor summed = flat.narrow(0, offset, p.numel()).view_as(p);
-      if (p.grad().defined()) {
-        p.mutable_grad().copy_(summed);
-      } else {
-        p.mutable_grad() = summed.clone();
-      }
+      if (!has[k]) p.mutable_grad().reset();
+      else if (p.grad().defined()) p.mutable_grad().copy_(summed);
+      else p.mutable_grad() = summed.clone();
       offset += p.numel();
     }
   }

@@ -321,10 +321,13 @@ int run_local_ranks(const LaunchPlan& plan, const std::vector<std::string>& argv
       r.alive = false;
       if (got > 0) ended.emplace_back(&r, status);  // got < 0: reaped by someone else; nothing to tell
     }
+    // A signal that arrived after the check above (a terminal's Ctrl-C reaches the ranks directly too) makes
+    // these ends part of the interruption, not a failure to report; it is passed on at the next turn.
+    const bool signal_pending = g_signal_count != signals_seen;
     for (const auto& [r, status] : ended) {
       const int code = exit_code(status);
       if (code == 0 || stopping) continue;  // stopping: one of the ranks we stopped
-      if (interrupted) {
+      if (interrupted || signal_pending) {
         if (WIFEXITED(status) && interrupted_exit == 0) interrupted_exit = code;
         if (!WIFEXITED(status) && interrupted_signal == 0) interrupted_signal = code;
         continue;
@@ -345,6 +348,7 @@ int run_local_ranks(const LaunchPlan& plan, const std::vector<std::string>& argv
     if (ranks.alive() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (stopping) return failure;
+  if (g_signal_count != signals_seen) interrupted = true;  // the last ranks ended on a signal not yet passed on
   if (interrupted) return interrupted_exit != 0 ? interrupted_exit : interrupted_signal;
   return 0;
 }

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/utils/clip_grad.h>
 #include <torch/serialize.h>
+#include <torch/cuda.h>
 #include <torch/utils.h>
 #include <ATen/CPUGeneratorImpl.h>
 
@@ -307,7 +308,8 @@ void write_checkpoint_files(Job& job, const cli::Flags& flags, int64_t step, con
   torch::save(rng_state, (out / "rng_state.pt").string());
   const json data_state = data.state();  // "epoch"/"data_position" stay for readers of older checkpoints
   json state = {{"global_step", step}, {"epoch", data.epoch()}, {"data_position", data_state.value("position", uint64_t{0})},
-                {"data_state", data_state}};
+                {"data_state", data_state},
+                {"global_micro_batch", flags.integer("per_device_train_batch_size") * job.world_size}};
   if (job.scaler) {
     state["loss_scale"] = job.scaler->current_scale();
     state["loss_scale_growth_tracker"] = job.scaler->growth_tracker().item<int>();
@@ -335,6 +337,12 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
   }
   if (job.group) job.group->barrier();  // every shard is written, and no rank runs ahead of a save
   if (!job.main_rank()) return;
+  if (sharded && with_state) {
+    for (int r = 0; r < job.world_size; ++r)
+      SWIFT_CHECK(fs::exists(tmp / rank_file_name(r, job.world_size)), DataError,
+                  "rank " + std::to_string(r) + "'s optimizer shard did not reach " + tmp.string(),
+                  "ZeRO checkpoints need --output_dir on a filesystem every node shares");
+  }
   out->commit();
   saved.push_back(dir);
   const int64_t limit = flags.integer("save_total_limit");
@@ -370,16 +378,27 @@ void log_zero_shares(const Job& job, const dist::ParameterPartition& partition, 
 }
 
 // A checkpoint's optimizer state: optimizer.safetensors (one process, DDP) or one optimizer-rank*.safetensors per
-// rank (ZeRO).
+// rank (ZeRO), which must all be there: a missing shard would silently restart part of the state.
 std::vector<fs::path> optimizer_state_files(const fs::path& checkpoint) {
+  if (fs::exists(checkpoint / "optimizer.safetensors")) return {checkpoint / "optimizer.safetensors"};
   std::vector<fs::path> files;
-  if (fs::exists(checkpoint / "optimizer.safetensors")) files.push_back(checkpoint / "optimizer.safetensors");
   if (!fs::is_directory(checkpoint)) return files;
   for (const auto& entry : fs::directory_iterator(checkpoint)) {
     const std::string name = entry.path().filename().string();
     if (name.rfind("optimizer-rank", 0) == 0 && entry.path().extension() == ".safetensors") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
+  if (files.empty()) return files;
+  int rank = 0, world = 0;
+  const bool named = std::sscanf(files.front().filename().string().c_str(), "optimizer-rank%d-of-%d", &rank, &world) == 2;
+  const bool complete = named && static_cast<int>(files.size()) == world &&
+                        std::all_of(files.begin(), files.end(), [&, r = 0](const fs::path& f) mutable {
+                          return f.filename() == rank_file_name(r++, world);
+                        });
+  SWIFT_CHECK(complete, DataError,
+              checkpoint.string() + " has " + std::to_string(files.size()) + " optimizer shard(s), not the full set of " +
+                  (named ? std::to_string(world) : std::string("its ranks")),
+              "copy every optimizer-rank*-of-*.safetensors of that checkpoint, or resume with --resume_only_model true");
   return files;
 }
 
@@ -628,8 +647,9 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   if (dist_env.distributed()) {
     init_logging(flags.str("log_level"), dist_env.rank, dist_env.world_size);
     c10::Device device = parse_device(setup.device);
-    if (device.is_cuda()) {
-      setup.device = "cuda:" + std::to_string(dist_env.local_rank);
+    if (device.is_cuda()) {  // one GPU per local rank; with Slurm's per-task binding each rank sees only its own
+      const int visible = static_cast<int>(torch::cuda::device_count());
+      setup.device = "cuda:" + std::to_string(dist_env.local_rank % std::max(1, visible));
       device = parse_device(setup.device);
     }
     dist::GroupOptions options;
@@ -641,9 +661,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   // LibTorch seeds its default generator from the OS; dropout draws from it, so seed it (as transformers'
   // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
+  const dist::ZeroConfig zero = dist::parse_deepspeed(sharding_spec(flags));  // bad values before minutes of loading
   Job job = build_job(flags, pretrain, setup, std::move(group));
   job.local_world_size = dist_env.local_world_size;
-  job.zero = dist::parse_deepspeed(sharding_spec(flags));
+  job.zero = zero;
   if (job.zero.offload_optimizer || job.zero.offload_param) {
     SWIFT_CHECK(!job.model->device().is_cuda(), UsageError,
                 "--deepspeed " + job.zero.source + ": CPU offload is not implemented on CUDA yet",
@@ -752,6 +773,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       std::lock_guard<std::mutex> lock(generator.mutex());
       generator.set_state(rng);
     }
+    const int64_t global_micro = batch_size * job.world_size;
+    if (state.contains("global_micro_batch") && state["global_micro_batch"].get<int64_t>() != global_micro)
+      log_warn("the checkpoint was trained with ", state["global_micro_batch"].get<int64_t>(),
+               " samples per micro-step (per-device batch x ranks), this run uses ", global_micro,
+               ": the data continues from the same sample, but epochs and steps no longer line up with the run that "
+               "wrote it");
     if (!flags.boolean("ignore_data_skip")) data.restore(train::data_state_of(state));
     log_info("resumed from ", resume.string(), " at step ", start_step);
   }

@@ -32,7 +32,9 @@ MemoryEstimate estimate_memory(const MemoryInputs& in) {
   MemoryEstimate e;
   const double world = std::max(1, in.world_size);
   e.weights = static_cast<double>(in.weight_bytes);
-  e.gradients = static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 2 ? world : 1.0);
+  // ZeRO-2 frees the other ranks' gradients after each micro-batch, but its backward builds the full set first:
+  // the peak is all of them.
+  e.gradients = static_cast<double>(in.trainable_bytes);
   e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 1 ? world : 1.0);
   e.activations = activations(in, in.gradient_checkpointing);
   e.activations_other_mode = activations(in, !in.gradient_checkpointing);
@@ -54,9 +56,10 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
     advice.push_back("--gradient_checkpointing true: activations " + format_bytes(e.activations) + " -> " +
                      format_bytes(e.activations_other_mode));
   if (in.world_size > 1 && in.zero_stage < 2) {
-    const double saved = e.gradients + e.optimizer - 3.0 * static_cast<double>(in.trainable_bytes) / in.world_size;
-    advice.push_back("--deepspeed zero2: gradients and optimizer state split over the " +
-                     std::to_string(in.world_size) + " ranks (saves " + format_bytes(saved) + ")");
+    const double saved = e.optimizer - 2.0 * static_cast<double>(in.trainable_bytes) / in.world_size;
+    if (saved > 0)
+      advice.push_back("--deepspeed zero1 or zero2: the AdamW state split over the " + std::to_string(in.world_size) +
+                       " ranks (saves " + format_bytes(saved) + ")");
   }
   if (!lora)
     advice.push_back("--train_type lora: gradients and optimizer state only for the adapter (saves about " +

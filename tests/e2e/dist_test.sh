@@ -2,10 +2,11 @@
 # End-to-end: data-parallel training on the CPU over c10d (TCPStore + Gloo), started by swift's own launcher
 # (NPROC_PER_NODE=2) and by hand with the torchrun variables. Usage: dist_test.sh path/to/swift
 #  - 2 ranks x batch 2 give the same losses and final weights as 1 rank x batch 4 (fp32, 1e-5), full and LoRA,
-#    and their checkpoint answers in single-process infer as the 1-rank one does;
+#    also with an uneven last batch that leaves a rank nothing, and the same eval losses; the 2-rank checkpoint
+#    answers in single-process infer as the 1-rank one does;
 #  - so do ZeRO-1 and ZeRO-2 (sharded optimizer state and gradients), whose checkpoints resume at 2 ranks and in one
 #    process; --deepspeed JSON files and --fsdp shard_grad_op map onto them;
-#  - resuming a 2-rank run from its checkpoint continues with the same losses;
+#  - resuming a 2-rank run from its checkpoint continues with the same losses, at 2 ranks and in one process;
 #  - a rank killed mid-run stops the other; the launcher exits non-zero naming it; resuming afterwards works;
 #  - a rendezvous that cannot complete (a rank missing, nothing at MASTER_ADDR, the port taken) ends with exit 4
 #    and a message within --ddp_timeout, never a hang.
@@ -49,7 +50,23 @@ for type in full lora; do
   has "two_${type}_gloo" "data parallel: 2 ranks" err
   compare "$type" "$TMP/one-$type" "$TMP/two-$type" "$weights"
 done
-test ! -e "$TMP/two-full/checkpoint-6/rank1" && ok || bad "rank 1 wrote files"
+
+# 1a. An uneven last batch (41 rows, global batch 4: its last micro-batch leaves rank 1 nothing) and evaluation
+#     split over the ranks: still the 1-rank result, for DDP and ZeRO-2.
+uneven=("${common[@]/self-cognition#40/self-cognition#41}" --val_dataset swift/self-cognition#5 --eval_steps 3)
+run uneven_one 0 "$SWIFT" sft "${uneven[@]}" --train_type full --per_device_train_batch_size 4 --output_dir "$TMP/u-one"
+for stage in zero0 zero2; do
+  run "uneven_$stage" 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${uneven[@]}" --train_type full --per_device_train_batch_size 2 \
+    --deepspeed "$stage" --output_dir "$TMP/u-$stage"
+  compare "uneven $stage" "$TMP/u-one" "$TMP/u-$stage" model.safetensors
+  "$PY" - "$TMP/u-one" "$TMP/u-$stage" <<'P' && ok || bad "uneven $stage: eval losses differ"
+import json, sys
+def evals(d):
+    return [json.loads(l)["eval_loss"] for l in open(f"{d}/logging.jsonl") if '"eval_loss"' in l]
+a, b = evals(sys.argv[1]), evals(sys.argv[2])
+assert len(a) == len(b) == 2 and all(abs(x - y) <= 1e-5 * max(1, abs(x)) for x, y in zip(a, b)), (a, b)
+P
+done
 
 # 1b. ZeRO-1 and ZeRO-2 (optimizer state / and gradients sharded) equal 1 rank too; their optimizer state is one
 #     file per rank, and a ZeRO-2 checkpoint resumes at 2 ranks (same losses) and in one process.
@@ -80,6 +97,11 @@ for d, tol in ((sys.argv[2], 1e-6), (sys.argv[3], 1e-5)):
     assert sorted(got) == ["4/6", "5/6", "6/6"], got
     assert all(abs(ref[k] - got[k]) <= tol * max(1, abs(ref[k])) for k in got), (d, ref, got)
 P
+# A checkpoint missing one shard is refused, not half restarted.
+cp -r "$TMP/zero2-full/checkpoint-3" "$TMP/half-ckpt" && rm "$TMP/half-ckpt/optimizer-rank00001-of-00002.safetensors"
+run missing_shard 3 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
+  --output_dir "$TMP/half" --resume_from_checkpoint "$TMP/half-ckpt"
+has missing_shard_msg "not the full set of 2" err
 # A DeepSpeed JSON file and the FSDP spelling; ZeRO-3 says it is not there.
 printf '{"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2, "overlap_comm": true, "reduce_bucket_size": "auto"}}' > "$TMP/ds.json"
 run ds_json 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --per_device_train_batch_size 2 \
@@ -104,13 +126,18 @@ cmp -s <("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['response
 # 2. Resume a 2-rank run from its step-3 checkpoint: steps 4-6 log the same losses.
 run resume2 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 2 \
   --output_dir "$TMP/two-res" --resume_from_checkpoint "$TMP/two-full/checkpoint-3"
-"$PY" - "$TMP/two-full" "$TMP/two-res" <<'P' && ok || bad "resumed 2-rank losses differ"
+# ... and in one process with the same global batch (the data position counts global micro-batches).
+run resume1 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
+  --output_dir "$TMP/two-res1" --resume_from_checkpoint "$TMP/two-full/checkpoint-3"
+"$PY" - "$TMP/two-full" "$TMP/two-res" "$TMP/two-res1" <<'P' && ok || bad "resumed 2-rank losses differ"
 import json, sys
 def losses(d):
     return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-assert sorted(b) == ["4/6", "5/6", "6/6"], b
-assert all(abs(a[k] - b[k]) <= 1e-6 * max(1, abs(a[k])) for k in b), (a, b)
+a = losses(sys.argv[1])
+for d, tol in ((sys.argv[2], 1e-6), (sys.argv[3], 1e-5)):
+    b = losses(d)
+    assert sorted(b) == ["4/6", "5/6", "6/6"], b
+    assert all(abs(a[k] - b[k]) <= tol * max(1, abs(a[k])) for k in b), (d, a, b)
 P
 
 # 3. Kill rank 1 mid-run: the launcher stops rank 0 and exits non-zero naming rank 1; then resume.

@@ -23,7 +23,7 @@ MemoryInputs seven_b_full(int world, int zero_stage, bool checkpointing) {
   return in;
 }
 
-TEST(MemoryEstimate, ZeroStagesDivideOptimizerStateThenGradients) {
+TEST(MemoryEstimate, ZeroStagesDivideTheOptimizerState) {
   const auto ddp = estimate_memory(seven_b_full(8, 0, true));
   const auto z1 = estimate_memory(seven_b_full(8, 1, true));
   const auto z2 = estimate_memory(seven_b_full(8, 2, true));
@@ -32,7 +32,8 @@ TEST(MemoryEstimate, ZeroStagesDivideOptimizerStateThenGradients) {
   EXPECT_DOUBLE_EQ(ddp.optimizer, 56e9);  // two fp32 moments
   EXPECT_DOUBLE_EQ(z1.optimizer, 7e9);
   EXPECT_DOUBLE_EQ(z1.gradients, 28e9);
-  EXPECT_DOUBLE_EQ(z2.gradients, 3.5e9);
+  EXPECT_DOUBLE_EQ(z2.gradients, 28e9);  // the backward's peak: every gradient before the reduce
+  EXPECT_DOUBLE_EQ(z2.optimizer, 7e9);
   EXPECT_DOUBLE_EQ(z2.weights, ddp.weights);  // parameters stay whole below ZeRO-3
 }
 
@@ -54,7 +55,7 @@ TEST(MemoryEstimate, AdviceOnlyWhenItDoesNotFit) {
   const auto advice = memory_advice(in, e, 80.0 * (1ll << 30), false);
   ASSERT_GE(advice.size(), 3u);
   EXPECT_NE(advice[0].find("--gradient_checkpointing true"), std::string::npos);
-  EXPECT_NE(advice[1].find("--deepspeed zero2"), std::string::npos);
+  EXPECT_NE(advice[1].find("--deepspeed zero1 or zero2"), std::string::npos);
   EXPECT_NE(advice[2].find("--train_type lora"), std::string::npos);
   const std::string text = describe_estimate(in, e, 80.0 * (1ll << 30), "GPU memory", false);
   EXPECT_NE(text.find("of 80.0 GiB GPU memory"), std::string::npos) << text;

@@ -4,7 +4,8 @@
 //   zero1  the optimizer state is sharded: each parameter belongs to one rank (ParameterPartition), which alone
 //          keeps its AdamW moments and updates it, then broadcasts the new values;
 //   zero2  also the gradients: after every micro-batch each parameter's gradient is reduced to its owner and
-//          dropped elsewhere, so between micro-batches a rank holds only its own parameters' gradients.
+//          dropped elsewhere, so between micro-batches a rank holds only its own parameters' gradients (the
+//          backward itself still builds all of them: they are reduced after it, not during it).
 // zero3 (parameter sharding) is not implemented yet and says so.
 #pragma once
 
