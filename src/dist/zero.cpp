@@ -78,9 +78,6 @@ ZeroConfig parse_deepspeed(const std::string& spec) {
   }
   SWIFT_CHECK(c.stage >= 0 && c.stage <= 3, UsageError,
               "--deepspeed " + spec + ": ZeRO stage " + std::to_string(c.stage) + " does not exist", "use 0, 1, 2 or 3");
-  SWIFT_CHECK(c.stage != 3, UsageError,
-              "--deepspeed " + spec + ": ZeRO-3 (parameter sharding) is not implemented in swift yet",
-              "use zero2 (optimizer state and gradients sharded), LoRA, or gradient checkpointing to save memory");
   return c;
 }
 

@@ -15,6 +15,7 @@
 
 #include "swift/core/error.h"
 #include "swift/model/autocast.h"
+#include "swift/model/param_sharding.h"
 
 namespace swift::model {
 
@@ -109,6 +110,8 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     }
     if (wrt.empty()) return result;
 
+    ParamSharding* sharding = param_sharding();
+    if (sharding) sharding->gather(state->layer->parameters());
     at::Tensor y;
     {
       // Recompute under the forward's RNG state, then give the generators back their current state so the
@@ -122,6 +125,20 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     }
     auto grads = torch::autograd::grad({y}, wrt, {grad}, /*retain_graph=*/false, /*create_graph=*/false,
                                        /*allow_unused=*/true);
+    y = at::Tensor();
+    if (sharding) {  // ZeRO-3: this layer's gradients go to their owners now, then its values are freed again
+      std::vector<at::Tensor> params, param_grads;
+      for (size_t k = 0; k < slots.size(); ++k) {
+        if (slots[k] == 0) continue;
+        params.push_back(state->params[slots[k] - 1]);
+        param_grads.push_back(grads[k]);
+      }
+      const auto reduced = sharding->reduce_gradients(params, param_grads);
+      size_t j = 0;
+      for (size_t k = 0; k < slots.size(); ++k)
+        if (slots[k] != 0) grads[k] = reduced[j++];
+      sharding->release(state->layer->parameters());
+    }
     for (size_t k = 0; k < slots.size(); ++k) result[slots[k]] = grads[k];
     return result;
   }
@@ -138,7 +155,13 @@ at::Tensor checkpointed_layer_forward(const std::shared_ptr<DecoderLayerImpl>& l
   state->in = in;
   for (const auto& p : layer->parameters())
     if (p.requires_grad()) state->params.push_back(p);
-  return CheckpointedLayer::apply(x, at::TensorList(state->params), state);
+  // ZeRO-3: the layer's values only while it runs. Gathered before apply, because apply creates the parameters'
+  // gradient accumulators, which remember the shape the parameters have at that moment.
+  ParamSharding* sharding = param_sharding();
+  if (sharding) sharding->gather(layer->parameters());
+  at::Tensor y = CheckpointedLayer::apply(x, at::TensorList(state->params), state);
+  if (sharding) sharding->release(layer->parameters());
+  return y;
 }
 
 }  // namespace swift::model

@@ -8,6 +8,7 @@
 
 #include "swift/core/error.h"
 #include "swift/model/checkpointing.h"
+#include "swift/model/param_sharding.h"
 
 namespace swift::model {
 
@@ -205,9 +206,17 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
 
   auto x = model->embed_tokens(ids);
   const bool checkpoint = gradient_checkpointing_ && is_training() && at::GradMode::is_enabled() && !args.cache;
+  ParamSharding* sharding = param_sharding();  // ZeRO-3: each layer's parameters are gathered around its use
   for (const auto& layer : *model->layers) {
-    x = checkpoint ? checkpointed_layer_forward(std::static_pointer_cast<DecoderLayerImpl>(layer), x, in)
-                   : layer->as<DecoderLayerImpl>()->forward(x, in);
+    if (checkpoint) {  // gathers in its forward and again for the recomputation
+      x = checkpointed_layer_forward(std::static_pointer_cast<DecoderLayerImpl>(layer), x, in);
+      continue;
+    }
+    SWIFT_CHECK(!sharding || !at::GradMode::is_enabled(), UsageError,
+                "ZeRO-3 trains with gradient checkpointing only", "pass --gradient_checkpointing true");
+    if (sharding) sharding->gather(layer->parameters());
+    x = layer->as<DecoderLayerImpl>()->forward(x, in);
+    if (sharding) sharding->release(layer->parameters());
   }
   if (args.cache) args.cache->length = S;
   return model->norm(x);

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <random>
 #include <set>
@@ -27,6 +28,7 @@
 #include "swift/dist/gradient_sync.h"
 #include "swift/dist/process_group.h"
 #include "swift/dist/zero.h"
+#include "swift/dist/zero3.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
@@ -118,8 +120,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
       {"ddp_timeout", FlagType::kInt, "1800", "seconds a rank waits for the others (rendezvous, each collective) before failing"},
       {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo"},
-      {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero2_offload, or a DeepSpeed JSON file"},
-      {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: shard_grad_op (zero2), no_shard (zero0)"},
+      {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and parameters), *_offload, or a DeepSpeed JSON file"},
+      {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: full_shard (zero3), shard_grad_op (zero2), no_shard (zero0)"},
       // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
       {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
@@ -167,6 +169,11 @@ struct Job {
   int rank = 0, world_size = 1, local_world_size = 1;
   int64_t longest_example = 0;  // tokens of the longest training row when encoded up front (0: not known)
   dist::ZeroConfig zero;  // stage > 0 only with several ranks
+  // ZeRO-3: parameter values live on their owners; the embeddings, final norm and LM head ("outer" parameters)
+  // are gathered for each micro-batch, the decoder layers around each use (model::ParamSharding).
+  std::unique_ptr<dist::Zero3Sharding> zero3;
+  std::vector<at::Tensor> outer_params;
+  int64_t full_parameter_bytes = 0, full_trainable_bytes = 0;  // before any sharding, for the held-memory log
   bool main_rank() const { return rank == 0; }
 };
 
@@ -207,27 +214,34 @@ struct EvalResult {
   double loss = 0, token_acc = 0;
 };
 
-// Every rank evaluates every world_size-th batch; the sums are reduced, so the result is one process's.
+// Every rank evaluates every world_size-th batch; the sums are reduced, so the result is one process's. Under
+// ZeRO-3 every rank runs the same number of forward passes (each gathers the layers together), a rank past the
+// end re-running the first batch without counting it.
 EvalResult evaluate(Job& job, int64_t batch_size) {
   torch::NoGradGuard no_grad;
   job.model->eval();
   double loss = 0;
   int64_t tokens = 0, correct = 0;
-  const size_t stride = static_cast<size_t>(batch_size) * static_cast<size_t>(job.world_size);
-  for (size_t start = static_cast<size_t>(batch_size) * static_cast<size_t>(job.rank); start < job.val.size();
-       start += stride) {
+  const size_t bs = static_cast<size_t>(batch_size), world = static_cast<size_t>(job.world_size);
+  const size_t batches = (job.val.size() + bs - 1) / bs;
+  const size_t rounds = job.zero3 ? (batches + world - 1) / world : 0;
+  if (job.zero3) job.zero3->gather(job.outer_params);
+  for (size_t round = 0, b = static_cast<size_t>(job.rank); b < batches || round < rounds; ++round, b += world) {
+    const bool stand_in = b >= batches;
+    const size_t start = stand_in ? 0 : b * bs;
     std::vector<const train::Example*> items;
-    for (size_t i = start; i < std::min(job.val.size(), start + static_cast<size_t>(batch_size)); ++i)
-      items.push_back(&job.val[i]);
+    for (size_t i = start; i < std::min(job.val.size(), start + bs); ++i) items.push_back(&job.val[i]);
     auto batch = train::collate(items, job.pad_id);
     const model::ForwardArgs args = forward_args(batch, job.model->device());
     model::AutocastScope autocast(job.model->device().type(), job.autocast);
     auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
                                                        [&](const at::Tensor& h) { return job.model->logits(h); });
+    if (stand_in) continue;
     loss += sums.loss_sum.item<double>();
     tokens += sums.tokens;
     correct += sums.correct;
   }
+  if (job.zero3) job.zero3->release(job.outer_params);
   job.model->train();
   if (job.group) {
     const auto total = job.group->sum({loss, static_cast<double>(tokens), static_cast<double>(correct)});
@@ -330,12 +344,14 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
     out.emplace(dir);
     tmp = out->path();
   }
+  if (job.zero3) job.zero3->gather_all();  // the whole model on every rank while rank 0 writes it
   if (job.main_rank()) write_checkpoint_files(job, flags, step, optimizer, data, tmp, with_state && !sharded);
   if (sharded && with_state) {  // after rank 0's files: saving the model replaces the folder it writes into
     tmp = job.group->share("checkpoint-" + std::to_string(step), tmp.string());
     optimizer.save(tmp / rank_file_name(job.rank, job.world_size));
   }
   if (job.group) job.group->barrier();  // every shard is written, and no rank runs ahead of a save
+  if (job.zero3) job.zero3->release_all();
   if (!job.main_rank()) return;
   if (sharded && with_state) {
     for (int r = 0; r < job.world_size; ++r)
@@ -362,7 +378,7 @@ std::string sharding_spec(const cli::Flags& flags) {
   if (fsdp.find("no_shard") != std::string::npos) return "zero0";
   if (fsdp.find("full_shard") != std::string::npos || fsdp.find("hybrid_shard") != std::string::npos) return "zero3";
   throw UsageError("--fsdp '" + fsdp + "' does not map to a sharding swift has",
-                   "use --fsdp shard_grad_op (= --deepspeed zero2) or no_shard; FSDP config files are not read");
+                   "use --fsdp full_shard (= --deepspeed zero3), shard_grad_op (= zero2) or no_shard; FSDP config files are not read");
 }
 
 // The AdamW state each rank holds under the partition (the moments are two tensors shaped like the parameter).
@@ -370,11 +386,43 @@ void log_zero_shares(const Job& job, const dist::ParameterPartition& partition, 
   int64_t total = 0;
   for (const int64_t b : bytes) total += b;
   std::string shares;
+  if (job.zero.stage == 3) {  // the partition is over every parameter's values
+    for (int r = 0; r < job.world_size; ++r) shares += (r ? ", " : "") + train::format_bytes(static_cast<double>(partition.bytes_of(r)));
+    log_info("ZeRO-3 (", job.zero.source, "): parameter values per rank ", shares, " (without ZeRO ",
+             train::format_bytes(static_cast<double>(total)), " on every rank); each owner keeps the AdamW state of its trainable ones");
+    return;
+  }
   for (int r = 0; r < job.world_size; ++r)
     shares += (r ? ", " : "") + std::to_string(2.0 * static_cast<double>(partition.bytes_of(r)) / (1 << 20)).substr(0, 6);
   log_info("ZeRO-", job.zero.stage, " (", job.zero.source, "): AdamW state per rank ", shares, " MiB (without ZeRO ",
            std::to_string(2.0 * static_cast<double>(total) / (1 << 20)).substr(0, 6), " MiB on every rank)",
            job.zero.stage == 2 ? "; gradients between micro-batches likewise" : "");
+}
+
+// After the first ZeRO step: the parameter, gradient and AdamW bytes each rank actually holds (measured on the
+// tensors), next to what every rank would hold without ZeRO.
+void log_held_memory(const Job& job, const std::vector<at::Tensor>& all_params, const std::vector<at::Tensor>& trainable,
+                     const train::AdamW& optimizer) {
+  auto bytes = [](const at::Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(t.element_size()); };
+  double held = 0;
+  for (const auto& p : all_params) held += bytes(p);  // ZeRO-3: released parameters hold nothing
+  for (const auto& p : trainable)
+    if (p.grad().defined()) held += bytes(p.grad());
+  for (const auto& [name, t] : optimizer.state_tensors()) held += bytes(t);
+  const double ddp = static_cast<double>(job.full_parameter_bytes) + 3.0 * static_cast<double>(job.full_trainable_bytes);
+  std::vector<double> per_rank(static_cast<size_t>(job.world_size), 0.0);
+  per_rank[static_cast<size_t>(job.rank)] = held;
+  per_rank = job.group->sum(per_rank);
+  std::string shares;
+  double largest = 0;
+  for (int r = 0; r < job.world_size; ++r) {
+    shares += (r ? ", " : "") + train::format_bytes(per_rank[static_cast<size_t>(r)]);
+    largest = std::max(largest, per_rank[static_cast<size_t>(r)]);
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.2f", largest / ddp);
+  log_info("ZeRO-", job.zero.stage, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
+           shares, "; without ZeRO ", train::format_bytes(ddp), " on every rank (largest share ", ratio, "x that)");
 }
 
 // A checkpoint's optimizer state: optimizer.safetensors (one process, DDP) or one optimizer-rank*.safetensors per
@@ -636,6 +684,14 @@ void log_flags_without_effect(const cli::Flags& flags) {
     if (flags.given(name)) log_info("--", name, " has no effect in swift: ", why);
 }
 
+// Installs ZeRO-3's parameter sharding for the model's layers for as long as it lives.
+struct ShardingInstalled {
+  explicit ShardingInstalled(model::ParamSharding* sharding) { model::set_param_sharding(sharding); }
+  ~ShardingInstalled() { model::set_param_sharding(nullptr); }
+  ShardingInstalled(const ShardingInstalled&) = delete;
+  ShardingInstalled& operator=(const ShardingInstalled&) = delete;
+};
+
 int run_training(const std::vector<std::string>& args, bool pretrain) {
   const std::string command = pretrain ? "pt" : "sft";
   const auto flags = cli::parse_flags(command, train_flags(pretrain), args);
@@ -675,6 +731,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     log_info("--deepspeed ", job.zero.source, ": one process has nothing to shard; training without ZeRO");
     job.zero.stage = 0;
   }
+  SWIFT_CHECK(job.zero.stage < 3 || flags.boolean("gradient_checkpointing"), UsageError,
+              "--deepspeed " + job.zero.source + ": ZeRO-3 needs gradient checkpointing (layers are gathered again "
+              "for their recomputation in backward)",
+              "drop --gradient_checkpointing false");
   job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
 
   // Steps and schedule.
@@ -718,11 +778,28 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   }
   std::optional<dist::ParameterPartition> partition;
   std::set<std::string> owned, elsewhere;
+  std::vector<int> trainable_owners;
+  // ZeRO-3 partitions every parameter (frozen ones are held by one rank too); 1 and 2 the trainable ones.
+  std::vector<at::Tensor> all_params;
+  std::vector<std::string> all_names;
+  for (auto& item : job.model->named_parameters()) {
+    all_names.push_back(item.key());
+    all_params.push_back(item.value());
+  }
+  for (const auto& p : all_params) job.full_parameter_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  for (const auto& p : params) job.full_trainable_bytes += p.numel() * static_cast<int64_t>(p.element_size());
   if (job.zero.stage > 0) {
+    const auto& partitioned = job.zero.stage == 3 ? all_params : params;
+    const auto& partitioned_names = job.zero.stage == 3 ? all_names : names;
     std::vector<int64_t> bytes;
-    for (const auto& p : params) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
+    for (const auto& p : partitioned) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
     partition.emplace(bytes, job.world_size);
-    for (size_t i = 0; i < names.size(); ++i) (partition->owner(i) == job.rank ? owned : elsewhere).insert(names[i]);
+    std::map<std::string, int> owner_of;
+    for (size_t i = 0; i < partitioned.size(); ++i) owner_of[partitioned_names[i]] = partition->owner(i);
+    for (const auto& n : names) {
+      trainable_owners.push_back(owner_of.at(n));
+      (owner_of.at(n) == job.rank ? owned : elsewhere).insert(n);
+    }
     log_zero_shares(job, *partition, bytes);
   }
   auto optimizer = make_optimizer(job.model, flags, lr, partition ? &owned : nullptr);
@@ -792,13 +869,33 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   // Data parallel: every rank starts from rank 0's trainable weights and sums gradients each step (ZeRO-2:
   // into their owners after each micro-batch).
   std::optional<dist::GradientSync> sync;
-  if (job.group) {
-    sync.emplace(*job.group, params, job.zero.reduce_bucket_bytes);
-    if (partition) sync->set_owners(partition->owners());
+  std::optional<ShardingInstalled> sharding_installed;
+  if (job.group && job.zero.stage == 3) {
+    // The layers' gradients are reduced inside the backward (Zero3Sharding); the outer trainable ones here.
+    std::vector<at::Tensor> outer_trainable;
+    std::vector<int> outer_owners;
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i].rfind("model.layers.", 0) == 0) continue;
+      outer_trainable.push_back(params[i]);
+      outer_owners.push_back(trainable_owners[i]);
+    }
+    for (size_t i = 0; i < all_names.size(); ++i)
+      if (all_names[i].rfind("model.layers.", 0) != 0) job.outer_params.push_back(all_params[i]);
+    sync.emplace(*job.group, outer_trainable, job.zero.reduce_bucket_bytes);
+    sync->set_owners(outer_owners);
     sync->broadcast_parameters();
-    log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage == 2 ? "gradients reduced to their owners" : "gradients summed",
-             " in ", sync->buckets(), " bucket(s) per step", job.zero.stage > 0 ? ", ZeRO-" + std::to_string(job.zero.stage) : std::string());
+    job.zero3 = std::make_unique<dist::Zero3Sharding>(*job.group, all_params, partition->owners());
+    sharding_installed.emplace(job.zero3.get());
+    job.zero3->release_all();
+  } else if (job.group) {
+    sync.emplace(*job.group, params, job.zero.reduce_bucket_bytes);
+    if (partition) sync->set_owners(trainable_owners);
+    sync->broadcast_parameters();
   }
+  if (job.group)
+    log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage >= 2 ? "gradients reduced to their owners" : "gradients summed",
+             " in ", sync->buckets(), " bucket(s) per step", job.zero.stage > 0 ? ", ZeRO-" + std::to_string(job.zero.stage) : std::string(),
+             job.zero.stage == 3 ? " (decoder layers' parameters gathered per use, their gradients reduced in the backward)" : "");
 
   job.model->train();
   Progress progress("train", total_steps - start_step, job.main_rank());
@@ -811,23 +908,28 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     // With several ranks the normaliser is the label tokens of every rank's micro-batches: the summed gradients
     // are then those of one process on the global batch.
     std::vector<std::optional<train::Batch>> micro;  // empty where a short last batch left this rank nothing
+    std::vector<bool> stand_in;  // ZeRO-3: such a rank runs another rank's first sample with weight 0 instead,
+                                 // since every rank must take part in each layer's gather and reduce
     int64_t step_tokens = 0;
     const int64_t n_micro = micro_batches_in_step(step);
     for (int64_t k = 0; k < n_micro; ++k) {
-      const auto items = rank_slice(data.next_micro_batch(), job.rank, job.world_size);
+      const auto global = data.next_micro_batch();
+      const auto items = rank_slice(global, job.rank, job.world_size);
       micro.emplace_back();
-      if (items.empty()) continue;
-      micro.back() = train::collate(items, job.pad_id);
-      step_tokens += micro.back()->label_tokens;
+      stand_in.push_back(items.empty() && job.zero3);
+      if (items.empty() && !job.zero3) continue;
+      micro.back() = train::collate(items.empty() ? std::vector<const train::Example*>{global.front()} : items, job.pad_id);
+      if (!stand_in.back()) step_tokens += micro.back()->label_tokens;
     }
     if (job.group) step_tokens = std::llround(job.group->sum({static_cast<double>(step_tokens)})[0]);
-    for (auto& maybe : micro) {
+    for (size_t k = 0; k < micro.size(); ++k) {
       // ZeRO-2 reduces after every micro-batch, so every rank takes part even without samples of its own.
-      if (!maybe) {
+      if (!micro[k]) {
         if (job.zero.stage == 2) sync->reduce_gradients_to_owners();
         continue;
       }
-      const train::Batch& b = *maybe;
+      const train::Batch& b = *micro[k];
+      if (job.zero3) job.zero3->gather(job.outer_params);
       const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
       {
@@ -836,11 +938,15 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
                                                       [&](const at::Tensor& h) { return job.model->logits(h); });
       }
       auto loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1));
+      if (stand_in[k]) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
       (job.scaler ? job.scaler->scale(loss) : loss).backward();
-      window_loss += sums.loss_sum.item<double>();
-      window_tokens += sums.tokens;
-      window_correct += sums.correct;
-      if (job.zero.stage == 2) sync->reduce_gradients_to_owners();
+      if (!stand_in[k]) {
+        window_loss += sums.loss_sum.item<double>();
+        window_tokens += sums.tokens;
+        window_correct += sums.correct;
+      }
+      if (job.zero.stage >= 2) sync->reduce_gradients_to_owners();
+      if (job.zero3) job.zero3->release(job.outer_params);
     }
     if (sync && job.zero.stage < 2) sync->all_reduce_gradients();
     // fp16: gradients back to their true size before clipping; an overflow skips the update (as the Trainer),
@@ -849,7 +955,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     // the squared norm are combined over the ranks.
     bool overflow = job.scaler && job.scaler->unscale(params);
     double grad_norm = 0;
-    if (job.zero.stage == 2) {
+    if (job.zero.stage >= 2) {
       overflow = job.group->sum({overflow ? 1.0 : 0.0})[0] > 0;
       if (job.scaler) job.scaler->set_overflow(overflow);
       const double local = train::grad_norm(params);
@@ -866,7 +972,9 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     }
     optimizer->set_lr(schedule.lr(step));
     if (!overflow) optimizer->step();
-    if (partition && !overflow) sync->broadcast_from_owners();  // the owners' new values to every rank
+    // ZeRO-1/2: the owners' new values to every rank (ZeRO-3 gathers them when they are next used).
+    if (partition && job.zero.stage < 3 && !overflow) sync->broadcast_from_owners();
+    if (partition && step == start_step) log_held_memory(job, all_params, params, *optimizer);
     for (auto& p : params)
       if (p.grad().defined()) p.mutable_grad().reset();  // every gradient: ZeRO optimizers see only their own
     if (job.scaler) job.scaler->update();

@@ -31,7 +31,7 @@ double activations(const MemoryInputs& in, bool checkpointing) {
 MemoryEstimate estimate_memory(const MemoryInputs& in) {
   MemoryEstimate e;
   const double world = std::max(1, in.world_size);
-  e.weights = static_cast<double>(in.weight_bytes);
+  e.weights = static_cast<double>(in.weight_bytes) / (in.zero_stage >= 3 ? world : 1.0);  // at rest; a layer more while it runs
   // ZeRO-2 frees the other ranks' gradients after each micro-batch, but its backward builds the full set first:
   // the peak is all of them.
   e.gradients = static_cast<double>(in.trainable_bytes);

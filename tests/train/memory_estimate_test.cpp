@@ -35,6 +35,7 @@ TEST(MemoryEstimate, ZeroStagesDivideTheOptimizerState) {
   EXPECT_DOUBLE_EQ(z2.gradients, 28e9);  // the backward's peak: every gradient before the reduce
   EXPECT_DOUBLE_EQ(z2.optimizer, 7e9);
   EXPECT_DOUBLE_EQ(z2.weights, ddp.weights);  // parameters stay whole below ZeRO-3
+  EXPECT_DOUBLE_EQ(estimate_memory(seven_b_full(8, 3, true)).weights, 3.5e9);
 }
 
 TEST(MemoryEstimate, CheckpointingKeepsLayerInputsOnly) {

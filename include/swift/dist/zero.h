@@ -5,8 +5,10 @@
 //          keeps its AdamW moments and updates it, then broadcasts the new values;
 //   zero2  also the gradients: after every micro-batch each parameter's gradient is reduced to its owner and
 //          dropped elsewhere, so between micro-batches a rank holds only its own parameters' gradients (the
-//          backward itself still builds all of them: they are reduced after it, not during it).
-// zero3 (parameter sharding) is not implemented yet and says so.
+//          backward itself still builds all of them: they are reduced after it, not during it);
+//   zero3  also the parameters: each one's values live on its owner, and are gathered around each use (a decoder
+//          layer's forward and recomputation, the embeddings and head for a micro-batch) and freed after; layer
+//          gradients are reduced to their owners inside the backward (Zero3Sharding). Needs gradient checkpointing.
 #pragma once
 
 #include <cstdint>
@@ -26,7 +28,7 @@ struct ZeroConfig {
 // `--deepspeed` as ms-swift takes it: a preset name (zero0, zero1, zero2, zero3, zero2_offload, zero3_offload)
 // or a DeepSpeed JSON file (zero_optimization.stage, offload_optimizer/offload_param device, reduce_bucket_size;
 // "auto" values take the defaults; the other keys of the file are DeepSpeed's own and are ignored).
-// Empty: stage 0. UsageError naming --deepspeed (and the key) for anything else, and for stage 3.
+// Empty: stage 0. UsageError naming --deepspeed (and the key) for anything else.
 ZeroConfig parse_deepspeed(const std::string& spec);
 
 // Which rank owns each parameter: greedily the least-loaded rank by bytes, in parameter order, so every rank

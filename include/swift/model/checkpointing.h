@@ -2,7 +2,9 @@
 // preserve_rng_state) does in Python: the forward pass keeps only the layer's input; the backward pass re-runs the
 // layer with grad enabled under the RNG state the forward saw (so LoRA dropout draws the same mask) and
 // back-propagates the incoming gradient through it. Inputs and trainable parameters get the same gradients as
-// without checkpointing; frozen parameters (requires_grad false) get none.
+// without checkpointing; frozen parameters (requires_grad false) get none. Under ZeRO-3 (model::ParamSharding)
+// the layer's parameters are gathered around the forward and around the recomputation, and the parameter
+// gradients go to their owners before the backward step returns.
 #pragma once
 
 #include <ATen/core/Tensor.h>
