@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -79,6 +80,47 @@ ZeroConfig parse_deepspeed(const std::string& spec) {
   SWIFT_CHECK(c.stage >= 0 && c.stage <= 3, UsageError,
               "--deepspeed " + spec + ": ZeRO stage " + std::to_string(c.stage) + " does not exist", "use 0, 1, 2 or 3");
   return c;
+}
+
+std::string sharding_spec(const std::string& deepspeed, const std::string& fsdp) {
+  if (fsdp.empty()) return deepspeed;
+  SWIFT_CHECK(deepspeed.empty(), UsageError, "--deepspeed and --fsdp are both given", "choose one");
+  if (fsdp.find("shard_grad_op") != std::string::npos) return "zero2";
+  if (fsdp.find("no_shard") != std::string::npos) return "zero0";
+  if (fsdp.find("full_shard") != std::string::npos || fsdp.find("hybrid_shard") != std::string::npos) return "zero3";
+  throw UsageError("--fsdp '" + fsdp + "' does not map to a sharding swift has",
+                   "use --fsdp full_shard (= --deepspeed zero3), shard_grad_op (= zero2) or no_shard; "
+                   "FSDP config files are not read");
+}
+
+std::string optimizer_shard_name(int rank, int world_size) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "optimizer-rank%05d-of-%05d.safetensors", rank, world_size);
+  return name;
+}
+
+std::vector<std::filesystem::path> optimizer_state_files(const std::filesystem::path& checkpoint) {
+  if (std::filesystem::exists(checkpoint / "optimizer.safetensors")) return {checkpoint / "optimizer.safetensors"};
+  std::vector<std::filesystem::path> files;
+  if (!std::filesystem::is_directory(checkpoint)) return files;
+  for (const auto& entry : std::filesystem::directory_iterator(checkpoint)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("optimizer-rank", 0) == 0 && entry.path().extension() == ".safetensors")
+      files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return files;
+  int rank = 0, world = 0;
+  const bool named = std::sscanf(files.front().filename().string().c_str(), "optimizer-rank%d-of-%d", &rank, &world) == 2;
+  const bool complete = named && static_cast<int>(files.size()) == world &&
+                        std::all_of(files.begin(), files.end(), [&, r = 0](const std::filesystem::path& f) mutable {
+                          return f.filename() == optimizer_shard_name(r++, world);
+                        });
+  SWIFT_CHECK(complete, DataError,
+              checkpoint.string() + " has " + std::to_string(files.size()) + " optimizer shard(s), not the full set of " +
+                  (named ? std::to_string(world) : std::string("its ranks")),
+              "copy every optimizer-rank*-of-*.safetensors of that checkpoint, or resume with --resume_only_model true");
+  return files;
 }
 
 ParameterPartition::ParameterPartition(const std::vector<int64_t>& bytes, int world_size)

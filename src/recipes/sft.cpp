@@ -288,13 +288,6 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
   else log_info("memory per rank (estimate): ", text);
 }
 
-// A ZeRO rank's optimizer shard in a checkpoint.
-std::string rank_file_name(int rank, int world_size) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "optimizer-rank%05d-of-%05d.safetensors", rank, world_size);
-  return name;
-}
-
 // Rank 0's part of a checkpoint: the weights, args.json and, with the training state, the optimizer (unless
 // sharded), the RNG state and trainer_state.json.
 void write_checkpoint_files(Job& job, const cli::Flags& flags, int64_t step, const train::AdamW& optimizer,
@@ -348,14 +341,14 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
   if (job.main_rank()) write_checkpoint_files(job, flags, step, optimizer, data, tmp, with_state && !sharded);
   if (sharded && with_state) {  // after rank 0's files: saving the model replaces the folder it writes into
     tmp = job.group->share("checkpoint-" + std::to_string(step), tmp.string());
-    optimizer.save(tmp / rank_file_name(job.rank, job.world_size));
+    optimizer.save(tmp / dist::optimizer_shard_name(job.rank, job.world_size));
   }
   if (job.group) job.group->barrier();  // every shard is written, and no rank runs ahead of a save
   if (job.zero3) job.zero3->release_all();
   if (!job.main_rank()) return;
   if (sharded && with_state) {
     for (int r = 0; r < job.world_size; ++r)
-      SWIFT_CHECK(fs::exists(tmp / rank_file_name(r, job.world_size)), DataError,
+      SWIFT_CHECK(fs::exists(tmp / dist::optimizer_shard_name(r, job.world_size)), DataError,
                   "rank " + std::to_string(r) + "'s optimizer shard did not reach " + tmp.string(),
                   "ZeRO checkpoints need --output_dir on a filesystem every node shares");
   }
@@ -367,18 +360,6 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
     saved.pop_front();
   }
   log_info("saved ", dir.string());
-}
-
-// --deepspeed, or the FSDP spelling of the same sharding (ms-swift takes both).
-std::string sharding_spec(const cli::Flags& flags) {
-  const std::string deepspeed = flags.str("deepspeed"), fsdp = flags.str("fsdp");
-  if (fsdp.empty()) return deepspeed;
-  SWIFT_CHECK(deepspeed.empty(), UsageError, "--deepspeed and --fsdp are both given", "choose one");
-  if (fsdp.find("shard_grad_op") != std::string::npos) return "zero2";
-  if (fsdp.find("no_shard") != std::string::npos) return "zero0";
-  if (fsdp.find("full_shard") != std::string::npos || fsdp.find("hybrid_shard") != std::string::npos) return "zero3";
-  throw UsageError("--fsdp '" + fsdp + "' does not map to a sharding swift has",
-                   "use --fsdp full_shard (= --deepspeed zero3), shard_grad_op (= zero2) or no_shard; FSDP config files are not read");
 }
 
 // The AdamW state each rank holds under the partition (the moments are two tensors shaped like the parameter).
@@ -423,31 +404,6 @@ void log_held_memory(const Job& job, const std::vector<at::Tensor>& all_params, 
   std::snprintf(ratio, sizeof(ratio), "%.2f", largest / ddp);
   log_info("ZeRO-", job.zero.stage, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
            shares, "; without ZeRO ", train::format_bytes(ddp), " on every rank (largest share ", ratio, "x that)");
-}
-
-// A checkpoint's optimizer state: optimizer.safetensors (one process, DDP) or one optimizer-rank*.safetensors per
-// rank (ZeRO), which must all be there: a missing shard would silently restart part of the state.
-std::vector<fs::path> optimizer_state_files(const fs::path& checkpoint) {
-  if (fs::exists(checkpoint / "optimizer.safetensors")) return {checkpoint / "optimizer.safetensors"};
-  std::vector<fs::path> files;
-  if (!fs::is_directory(checkpoint)) return files;
-  for (const auto& entry : fs::directory_iterator(checkpoint)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("optimizer-rank", 0) == 0 && entry.path().extension() == ".safetensors") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) return files;
-  int rank = 0, world = 0;
-  const bool named = std::sscanf(files.front().filename().string().c_str(), "optimizer-rank%d-of-%d", &rank, &world) == 2;
-  const bool complete = named && static_cast<int>(files.size()) == world &&
-                        std::all_of(files.begin(), files.end(), [&, r = 0](const fs::path& f) mutable {
-                          return f.filename() == rank_file_name(r++, world);
-                        });
-  SWIFT_CHECK(complete, DataError,
-              checkpoint.string() + " has " + std::to_string(files.size()) + " optimizer shard(s), not the full set of " +
-                  (named ? std::to_string(world) : std::string("its ranks")),
-              "copy every optimizer-rank*-of-*.safetensors of that checkpoint, or resume with --resume_only_model true");
-  return files;
 }
 
 Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
@@ -717,7 +673,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   // LibTorch seeds its default generator from the OS; dropout draws from it, so seed it (as transformers'
   // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
-  const dist::ZeroConfig zero = dist::parse_deepspeed(sharding_spec(flags));  // bad values before minutes of loading
+  const dist::ZeroConfig zero = dist::parse_deepspeed(dist::sharding_spec(flags.str("deepspeed"), flags.str("fsdp")));  // bad values before minutes of loading
   Job job = build_job(flags, pretrain, setup, std::move(group));
   job.local_world_size = dist_env.local_world_size;
   job.zero = zero;
@@ -829,7 +785,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   const fs::path resume = flags.str("resume_from_checkpoint");
   if (!resume.empty() && !flags.boolean("resume_only_model")) {
     const fs::path state_path = resume / "trainer_state.json";
-    const auto optimizer_files = optimizer_state_files(resume);
+    const auto optimizer_files = dist::optimizer_state_files(resume);
     SWIFT_CHECK(fs::exists(state_path) && !optimizer_files.empty(), DataError,
                 resume.string() + " has no trainer state (saved with --save_only_model?)",
                 "pass --resume_only_model true to start from its weights at step 0");

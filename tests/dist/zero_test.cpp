@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -76,6 +77,37 @@ TEST(DeepSpeedConfig, ErrorsNameTheFlagAndTheKey) {
   const auto text_stage = write_temp(R"({"zero_optimization": {"stage": "two"}})");
   expect_usage_error(text_stage, "zero_optimization.stage");
   for (const auto& p : {bad_json, bad_stage, nvme, text_stage}) std::remove(p.c_str());
+}
+
+TEST(DeepSpeedConfig, FsdpSpellings) {
+  EXPECT_EQ(sharding_spec("zero2", ""), "zero2");
+  EXPECT_EQ(sharding_spec("", "full_shard auto_wrap"), "zero3");
+  EXPECT_EQ(sharding_spec("", "hybrid_shard"), "zero3");
+  EXPECT_EQ(sharding_spec("", "shard_grad_op"), "zero2");
+  EXPECT_EQ(sharding_spec("", "no_shard"), "zero0");
+  EXPECT_THROW(sharding_spec("zero2", "full_shard"), UsageError);
+  EXPECT_THROW(sharding_spec("", "fsdp_config.json"), UsageError);
+}
+
+TEST(OptimizerShards, CompleteSetsLoadAndAMissingShardIsRefused) {
+  char dir_template[] = "/tmp/swift-shards-XXXXXX";
+  const std::filesystem::path dir = mkdtemp(dir_template);
+  EXPECT_TRUE(optimizer_state_files(dir).empty());
+  EXPECT_EQ(optimizer_shard_name(1, 4), "optimizer-rank00001-of-00004.safetensors");
+  for (int r = 0; r < 3; ++r) std::ofstream(dir / optimizer_shard_name(r, 3)) << "x";
+  const auto files = optimizer_state_files(dir);
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[2].filename(), optimizer_shard_name(2, 3));
+  std::filesystem::remove(dir / optimizer_shard_name(1, 3));
+  try {
+    optimizer_state_files(dir);
+    ADD_FAILURE() << "a missing shard was accepted";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("not the full set of 3"), std::string::npos) << e.what();
+  }
+  std::ofstream(dir / "optimizer.safetensors") << "x";  // one process's file wins
+  EXPECT_EQ(optimizer_state_files(dir).size(), 1u);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ParameterPartition, BalancesBytesWithinOneParameterAndIsDeterministic) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,18 @@ struct ZeroConfig {
 // "auto" values take the defaults; the other keys of the file are DeepSpeed's own and are ignored).
 // Empty: stage 0. UsageError naming --deepspeed (and the key) for anything else.
 ZeroConfig parse_deepspeed(const std::string& spec);
+
+// --deepspeed, or ms-swift's other spelling of the same sharding, --fsdp: full_shard / hybrid_shard -> zero3,
+// shard_grad_op -> zero2, no_shard -> zero0. UsageError when both are given or --fsdp names something else
+// (FSDP config files are not read).
+std::string sharding_spec(const std::string& deepspeed, const std::string& fsdp);
+
+// ZeRO checkpoints keep the optimizer state as one file per rank, keyed by parameter name:
+// "optimizer-rank00001-of-00004.safetensors".
+std::string optimizer_shard_name(int rank, int world_size);
+// A checkpoint's optimizer state files: optimizer.safetensors (one process, DDP), else the shards, which must
+// be the complete set (a missing one would silently restart part of the state: DataError). Empty when none.
+std::vector<std::filesystem::path> optimizer_state_files(const std::filesystem::path& checkpoint);
 
 // Which rank owns each parameter: greedily the least-loaded rank by bytes, in parameter order, so every rank
 // computes the same assignment and the shards are within one parameter of equal.
