@@ -94,37 +94,29 @@ void GradientSync::reduce_gradients_to_owners() {
   }
 }
 
+// One bucket's values from `root` to every rank (the root keeps its own).
+void GradientSync::broadcast_bucket(const std::vector<size_t>& bucket, int root) {
+  std::vector<at::Tensor> parts;
+  for (size_t i : bucket) parts.push_back(params_[i].detach().reshape(-1));
+  at::Tensor flat = at::cat(parts);
+  group_.broadcast(flat, root);
+  if (root == group_.rank()) return;
+  int64_t offset = 0;
+  for (size_t i : bucket) {
+    at::Tensor p = params_[i].detach();
+    p.copy_(flat.narrow(0, offset, p.numel()).view_as(p));
+    offset += p.numel();
+  }
+}
+
 void GradientSync::broadcast_from_owners() {
   c10::NoGradGuard no_grad;
-  for (const auto& [owner, bucket] : owner_buckets_) {
-    std::vector<at::Tensor> parts;
-    for (size_t i : bucket) parts.push_back(params_[i].detach().reshape(-1));
-    at::Tensor flat = at::cat(parts);
-    group_.broadcast(flat, owner);
-    if (owner == group_.rank()) continue;
-    int64_t offset = 0;
-    for (size_t i : bucket) {
-      at::Tensor p = params_[i].detach();
-      p.copy_(flat.narrow(0, offset, p.numel()).view_as(p));
-      offset += p.numel();
-    }
-  }
+  for (const auto& [owner, bucket] : owner_buckets_) broadcast_bucket(bucket, owner);
 }
 
 void GradientSync::broadcast_parameters(int root) {
   c10::NoGradGuard no_grad;
-  for (const auto& bucket : buckets_) {
-    std::vector<at::Tensor> parts;
-    for (size_t i : bucket) parts.push_back(params_[i].detach().reshape(-1));
-    at::Tensor flat = at::cat(parts);
-    group_.broadcast(flat, root);
-    int64_t offset = 0;
-    for (size_t i : bucket) {
-      at::Tensor p = params_[i].detach();
-      p.copy_(flat.narrow(0, offset, p.numel()).view_as(p));
-      offset += p.numel();
-    }
-  }
+  for (const auto& bucket : buckets_) broadcast_bucket(bucket, root);
 }
 
 void GradientSync::all_reduce_gradients() {

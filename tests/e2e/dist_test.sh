@@ -41,6 +41,19 @@ assert diff < 1e-5, diff
 print(f"losses within {worst:.1e}, weights within {diff:.1e}")
 P
 }
+resumed_like() {  # resumed_like NAME REF_RUN (RUN TOLERANCE)...: each run resumed at step 3 logs REF_RUN's losses
+  local name="$1"; shift
+  "$PY" - "$@" <<'P' && ok || bad "$name: resumed losses differ"
+import json, sys
+def losses(d):
+    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
+ref = losses(sys.argv[1])
+for d, tol in zip(sys.argv[2::2], sys.argv[3::2]):
+    got = losses(d)
+    assert sorted(got) == ["4/6", "5/6", "6/6"], got
+    assert all(abs(ref[k] - got[k]) <= float(tol) * max(1, abs(ref[k])) for k in got), (d, ref, got)
+P
+}
 for type in full lora; do
   weights=model.safetensors
   [ "$type" = lora ] && weights=adapter_model.safetensors
@@ -88,16 +101,7 @@ run zero2_resume 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type
   --deepspeed zero2 --output_dir "$TMP/zero2-res" --resume_from_checkpoint "$TMP/zero2-full/checkpoint-3"
 run zero2_resume_one 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
   --output_dir "$TMP/zero2-res1" --resume_from_checkpoint "$TMP/zero2-full/checkpoint-3"
-"$PY" - "$TMP/zero2-full" "$TMP/zero2-res" "$TMP/zero2-res1" <<'P' && ok || bad "ZeRO-2 resume losses differ"
-import json, sys
-def losses(d):
-    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
-ref = losses(sys.argv[1])
-for d, tol in ((sys.argv[2], 1e-6), (sys.argv[3], 1e-5)):
-    got = losses(d)
-    assert sorted(got) == ["4/6", "5/6", "6/6"], got
-    assert all(abs(ref[k] - got[k]) <= tol * max(1, abs(ref[k])) for k in got), (d, ref, got)
-P
+resumed_like "ZeRO-2" "$TMP/zero2-full" "$TMP/zero2-res" 1e-6 "$TMP/zero2-res1" 1e-5
 # A checkpoint missing one shard is refused, not half restarted.
 cp -r "$TMP/zero2-full/checkpoint-3" "$TMP/half-ckpt" && rm "$TMP/half-ckpt/optimizer-rank00001-of-00002.safetensors"
 run missing_shard 3 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
@@ -118,13 +122,7 @@ has zero3_msg "ZeRO-3 needs gradient checkpointing" err
 # the tensors after the first step; the Mistral preset's untied embedding and head split between the ranks).
 run zero3_resume_one 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
   --output_dir "$TMP/zero3-res1" --resume_from_checkpoint "$TMP/zero3-full/checkpoint-3"
-"$PY" - "$TMP/zero3-full" "$TMP/zero3-res1" <<'P' && ok || bad "ZeRO-3 checkpoint resumed in one process differs"
-import json, sys
-def losses(d):
-    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
-a, b = losses(sys.argv[1]), losses(sys.argv[2])
-assert sorted(b) == ["4/6", "5/6", "6/6"] and all(abs(a[k] - b[k]) <= 1e-5 * max(1, abs(a[k])) for k in b), (a, b)
-P
+resumed_like "ZeRO-3 in one process" "$TMP/zero3-full" "$TMP/zero3-res1" 1e-5
 "$SWIFT" export --model "$ROOT/configs/models/mistral-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/mistral" \
   >/dev/null 2>&1
 for stage in zero0 zero3; do
@@ -152,16 +150,7 @@ run resume2 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type full
 # ... and in one process with the same global batch (the data position counts global micro-batches).
 run resume1 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
   --output_dir "$TMP/two-res1" --resume_from_checkpoint "$TMP/two-full/checkpoint-3"
-"$PY" - "$TMP/two-full" "$TMP/two-res" "$TMP/two-res1" <<'P' && ok || bad "resumed 2-rank losses differ"
-import json, sys
-def losses(d):
-    return {json.loads(l)["global_step/max_steps"]: json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l}
-a = losses(sys.argv[1])
-for d, tol in ((sys.argv[2], 1e-6), (sys.argv[3], 1e-5)):
-    b = losses(d)
-    assert sorted(b) == ["4/6", "5/6", "6/6"], b
-    assert all(abs(a[k] - b[k]) <= tol * max(1, abs(a[k])) for k in b), (d, a, b)
-P
+resumed_like "2 ranks" "$TMP/two-full" "$TMP/two-res" 1e-6 "$TMP/two-res1" 1e-5
 
 # 3. Kill rank 1 mid-run: the launcher stops rank 0 and exits non-zero naming rank 1; then resume.
 long=(--model "$TMP/m" --dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests

@@ -38,6 +38,7 @@ class GradientSync {
   // Flat buckets over `indices`: one dtype and device each, at most bucket_bytes (or one larger parameter).
   std::vector<std::vector<size_t>> make_buckets(const std::vector<size_t>& indices) const;
   at::Tensor flat_grads(const std::vector<size_t>& bucket) const;
+  void broadcast_bucket(const std::vector<size_t>& bucket, int root);
 
   ProcessGroup& group_;
   std::vector<at::Tensor> params_;
