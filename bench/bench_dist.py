@@ -2,7 +2,7 @@
 one machine, and the process group's all-reduce bandwidth (build/bin/swift_bench_allreduce).
 
     .venv/bin/python bench/bench_dist.py [--ranks 1,2,4] [--global_batch 8] [--steps 8] [--size 25m]
-        [--types full,lora] [--deepspeed zero0,zero2]
+        [--types full,lora] [--deepspeed zero0,zero2] [--swift path/to/swift]
 
 Each run gets the machine's cores split among its ranks (swift's launcher default), so on one machine the
 ideal is the 1-rank speed at every world size: "efficiency" = tokens/s at n ranks / tokens/s at 1 rank, and
@@ -30,8 +30,10 @@ def main():
     ap.add_argument("--types", default="full,lora")
     ap.add_argument("--deepspeed", default="zero0,zero2")
     ap.add_argument("--allreduce_mb", type=float, default=64)
+    ap.add_argument("--swift", default=os.path.join(ROOT, "build", "bin", "swift"),
+                    help="the binary to measure (another build, to compare two versions side by side)")
     args = ap.parse_args()
-    swift = os.path.join(ROOT, "build", "bin", "swift")
+    swift = args.swift
     cores = os.cpu_count()
     print(f"machine: {cores} cores, load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -17,6 +17,34 @@
 
 namespace swift::dist {
 
+namespace {
+// Runs a collective step; a failure (a peer died, a timeout) becomes a DeviceError naming this rank.
+template <typename Fn>
+void guarded_collective(const std::string& what, int rank, int world_size, Fn&& fn) {
+  try {
+    fn();
+  } catch (const c10::Error& e) {
+    throw DeviceError(what + " failed on rank " + std::to_string(rank) + " of " + std::to_string(world_size) + ": " +
+                          e.what_without_backtrace(),
+                      "another rank has probably failed or was stopped: look for its error above (with a "
+                      "launcher, the line naming the rank); a slow rank beyond --ddp_timeout ends here too");
+  }
+}
+}  // namespace
+
+struct PendingCollective::Impl {
+  std::string what;
+  int rank = 0, world_size = 1;
+  std::chrono::milliseconds timeout{0};
+  c10::intrusive_ptr<c10d::Work> work;
+};
+
+void PendingCollective::wait() {
+  if (!impl_) return;
+  const auto impl = std::move(impl_);
+  guarded_collective(impl->what, impl->rank, impl->world_size, [&] { impl->work->wait(impl->timeout); });
+}
+
 struct ProcessGroup::Impl {
   int rank = 0, world_size = 1;
   std::string backend_name;
@@ -25,17 +53,21 @@ struct ProcessGroup::Impl {
   c10::intrusive_ptr<c10d::Store> store;
   c10::intrusive_ptr<c10d::Backend> backend;
 
-  // Runs a collective; a failure (a peer died, a timeout) becomes a DeviceError naming this rank.
   template <typename Fn>
   void guarded(const std::string& what, Fn&& fn) {
-    try {
-      fn();
-    } catch (const c10::Error& e) {
-      throw DeviceError(what + " failed on rank " + std::to_string(rank) + " of " + std::to_string(world_size) +
-                            ": " + e.what_without_backtrace(),
-                        "another rank has probably failed or was stopped: look for its error above (with a "
-                        "launcher, the line naming the rank); a slow rank beyond --ddp_timeout ends here too");
-    }
+    guarded_collective(what, rank, world_size, std::forward<Fn>(fn));
+  }
+
+  // Starts the collective `launch` makes of {tensor}; its Work waits in the result.
+  template <typename Launch>
+  PendingCollective start(const char* what, Launch&& launch, at::Tensor& tensor) {
+    PendingCollective out;
+    out.impl_ = std::make_shared<PendingCollective::Impl>(PendingCollective::Impl{what, rank, world_size, timeout, {}});
+    guarded(what, [&] {
+      std::vector<at::Tensor> tensors{tensor};
+      out.impl_->work = launch(tensors);
+    });
+    return out;
   }
 };
 
@@ -122,33 +154,36 @@ int ProcessGroup::rank() const { return impl_->rank; }
 int ProcessGroup::world_size() const { return impl_->world_size; }
 const std::string& ProcessGroup::backend_name() const { return impl_->backend_name; }
 
-void ProcessGroup::all_reduce_sum(at::Tensor& tensor) {
-  impl_->guarded("all-reduce", [&] {
-    std::vector<at::Tensor> tensors{tensor};
+PendingCollective ProcessGroup::start_all_reduce_sum(at::Tensor& tensor) {
+  return impl_->start("all-reduce", [&](std::vector<at::Tensor>& tensors) {
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
-    impl_->backend->allreduce(tensors, options)->wait(impl_->timeout);
-  });
+    return impl_->backend->allreduce(tensors, options);
+  }, tensor);
 }
 
-void ProcessGroup::broadcast(at::Tensor& tensor, int root) {
-  impl_->guarded("broadcast", [&] {
-    std::vector<at::Tensor> tensors{tensor};
+PendingCollective ProcessGroup::start_broadcast(at::Tensor& tensor, int root) {
+  return impl_->start("broadcast", [&](std::vector<at::Tensor>& tensors) {
     c10d::BroadcastOptions options;
     options.rootRank = root;
-    impl_->backend->broadcast(tensors, options)->wait(impl_->timeout);
-  });
+    return impl_->backend->broadcast(tensors, options);
+  }, tensor);
 }
 
-void ProcessGroup::reduce_sum(at::Tensor& tensor, int root) {
-  impl_->guarded("reduce", [&] {
-    std::vector<at::Tensor> tensors{tensor};
+PendingCollective ProcessGroup::start_reduce_sum(at::Tensor& tensor, int root) {
+  return impl_->start("reduce", [&](std::vector<at::Tensor>& tensors) {
     c10d::ReduceOptions options;
     options.reduceOp = c10d::ReduceOp::SUM;
     options.rootRank = root;
-    impl_->backend->reduce(tensors, options)->wait(impl_->timeout);
-  });
+    return impl_->backend->reduce(tensors, options);
+  }, tensor);
 }
+
+void ProcessGroup::all_reduce_sum(at::Tensor& tensor) { start_all_reduce_sum(tensor).wait(); }
+
+void ProcessGroup::broadcast(at::Tensor& tensor, int root) { start_broadcast(tensor, root).wait(); }
+
+void ProcessGroup::reduce_sum(at::Tensor& tensor, int root) { start_reduce_sum(tensor, root).wait(); }
 
 void ProcessGroup::barrier() {
   impl_->guarded("barrier", [&] {

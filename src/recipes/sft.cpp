@@ -406,6 +406,19 @@ void log_held_memory(const Job& job, const std::vector<at::Tensor>& all_params, 
            shares, "; without ZeRO ", train::format_bytes(ddp), " on every rank (largest share ", ratio, "x that)");
 }
 
+// After the first step: the most gradient bytes each rank held during its backward passes (measured by the
+// exchange's hooks), next to all the trainable parameters' gradients: ZeRO-2 keeps its own share and the buckets
+// in flight.
+void log_gradient_peak(const Job& job, const dist::GradientSync& sync) {
+  std::vector<double> per_rank(static_cast<size_t>(job.world_size), 0.0);
+  per_rank[static_cast<size_t>(job.rank)] = static_cast<double>(sync.peak_gradient_bytes());
+  per_rank = job.group->sum(per_rank);
+  std::string shares;
+  for (int r = 0; r < job.world_size; ++r) shares += (r ? ", " : "") + train::format_bytes(per_rank[static_cast<size_t>(r)]);
+  log_info("gradients held during the backward, at most, per rank: ", shares, " (all gradients: ",
+           train::format_bytes(static_cast<double>(job.full_trainable_bytes)), ")");
+}
+
 Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
               std::unique_ptr<dist::ProcessGroup> group) {
   Job job;
@@ -850,6 +863,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   }
   if (job.group)
     log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage >= 2 ? "gradients reduced to their owners" : "gradients summed",
+             job.zero.stage < 3 ? " during the backward" : " after each micro-batch",
              " in ", sync->buckets(), " bucket(s) per step", job.zero.stage > 0 ? ", ZeRO-" + std::to_string(job.zero.stage) : std::string(),
              job.zero.stage == 3 ? " (decoder layers' parameters gathered per use, their gradients reduced in the backward)" : "");
 
@@ -885,7 +899,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
         continue;
       }
       const train::Batch& b = *micro[k];
-      if (job.zero3) job.zero3->gather(job.outer_params);
+      if (job.zero3) {
+        job.zero3->begin_micro_batch();
+        job.zero3->gather(job.outer_params);
+      }
       const model::ForwardArgs fa = forward_args(b, job.model->device());
       train::LossSums sums;
       {
@@ -895,6 +912,11 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       }
       auto loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1));
       if (stand_in[k]) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
+      // The gradient exchange runs inside the backward that completes it: the last micro-batch's for DDP and
+      // ZeRO-1, every micro-batch's for ZeRO-2 (ZeRO-3 reduces its layers' gradients itself).
+      if (sync && job.zero.stage < 2 && k + 1 == micro.size())
+        sync->overlap_next_backward(dist::GradientSync::Exchange::kAllReduce);
+      if (sync && job.zero.stage == 2) sync->overlap_next_backward(dist::GradientSync::Exchange::kReduceToOwners);
       (job.scaler ? job.scaler->scale(loss) : loss).backward();
       if (!stand_in[k]) {
         window_loss += sums.loss_sum.item<double>();
@@ -902,9 +924,18 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
         window_correct += sums.correct;
       }
       if (job.zero.stage >= 2) sync->reduce_gradients_to_owners();
-      if (job.zero3) job.zero3->release(job.outer_params);
+      if (job.zero3) {
+        job.zero3->release(job.outer_params);
+        job.zero3->end_micro_batch();
+      }
     }
-    if (sync && job.zero.stage < 2) sync->all_reduce_gradients();
+    if (sync && job.zero.stage < 2) {
+      sync->all_reduce_gradients();
+    }
+    if (sync && job.zero.stage < 3 && step == start_step) {
+      log_info("gradient buckets started during the backward: ", sync->overlapped_buckets(), " of ", sync->buckets());
+      log_gradient_peak(job, *sync);
+    }
     // fp16: gradients back to their true size before clipping; an overflow skips the update (as the Trainer),
     // the schedule moves on and the scale backs off. Summed gradients are the same on every rank, so every
     // rank sees the same overflow and norm; under ZeRO-2 each rank holds its own shard, so the overflow and
@@ -985,6 +1016,9 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
   }
   progress.finish();
+  if (job.zero3)
+    log_info("ZeRO-3: ", job.zero3->prefetched_gathers(), " of ", job.zero3->gathers(),
+             " parameter gathers were prefetched while the previous layer computed");
   if (job.main_rank()) {
     train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
     if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});

@@ -32,9 +32,11 @@ MemoryEstimate estimate_memory(const MemoryInputs& in) {
   MemoryEstimate e;
   const double world = std::max(1, in.world_size);
   e.weights = static_cast<double>(in.weight_bytes) / (in.zero_stage >= 3 ? world : 1.0);  // at rest; a layer more while it runs
-  // ZeRO-2 frees the other ranks' gradients after each micro-batch, but its backward builds the full set first:
-  // the peak is all of them.
+  // ZeRO-2 reduces each bucket to its owner as soon as backward completes it and drops the rest: a rank holds
+  // its own share plus the (at most two) buckets in flight; otherwise every gradient.
   e.gradients = static_cast<double>(in.trainable_bytes);
+  if (in.zero_stage >= 2)
+    e.gradients = std::min(e.gradients, e.gradients / world + 2.0 * static_cast<double>(in.bucket_bytes));
   e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 1 ? world : 1.0);
   e.activations = activations(in, in.gradient_checkpointing);
   e.activations_other_mode = activations(in, !in.gradient_checkpointing);
@@ -55,11 +57,17 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
   if (!in.gradient_checkpointing && e.activations_other_mode < e.activations)
     advice.push_back("--gradient_checkpointing true: activations " + format_bytes(e.activations) + " -> " +
                      format_bytes(e.activations_other_mode));
-  if (in.world_size > 1 && in.zero_stage < 2) {
-    const double saved = e.optimizer - 2.0 * static_cast<double>(in.trainable_bytes) / in.world_size;
-    if (saved > 0)
-      advice.push_back("--deepspeed zero1 or zero2: the AdamW state split over the " + std::to_string(in.world_size) +
-                       " ranks (saves " + format_bytes(saved) + ")");
+  if (in.world_size > 1 && in.zero_stage < 3) {  // what the next stages would save, from the same estimate
+    const std::string ranks = " over the " + std::to_string(in.world_size) + " ranks (saves ";
+    MemoryInputs z = in;
+    z.zero_stage = 2;
+    const double saved2 = e.total() - estimate_memory(z).total();
+    if (in.zero_stage < 2 && saved2 > 0)
+      advice.push_back("--deepspeed zero2: the AdamW state and the gradients split" + ranks + format_bytes(saved2) + ")");
+    z.zero_stage = 3;
+    const double saved3 = e.total() - estimate_memory(z).total();
+    if (saved3 > std::max(0.0, saved2))
+      advice.push_back("--deepspeed zero3: the weights split too" + ranks + format_bytes(saved3) + ")");
   }
   if (!lora)
     advice.push_back("--train_type lora: gradients and optimizer state only for the adapter (saves about " +

@@ -64,6 +64,14 @@ for type in full lora; do
   has "two_${type}_gloo" "data parallel: 2 ranks" err
   compare "$type" "$TMP/one-$type" "$TMP/two-$type" "$weights"
 done
+# With small buckets (a DeepSpeed JSON's reduce_bucket_size, in elements) the sums start inside the backward,
+# bucket by bucket as autograd finishes their gradients, and the result is still the 1-rank one.
+printf '{"zero_optimization": {"stage": 0, "reduce_bucket_size": 200000}}' > "$TMP/small-buckets.json"
+run overlap 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 2 \
+  --deepspeed "$TMP/small-buckets.json" --output_dir "$TMP/overlap"
+grep -qE "gradient buckets started during the backward: ([2-9]|[1-9][0-9]+) of " "$TMP/err" && ok || \
+  bad "overlap: fewer than 2 buckets started during the backward: $(grep -F 'during the backward' "$TMP/err")"
+compare "overlapped buckets" "$TMP/one-full" "$TMP/overlap" model.safetensors
 
 # 1a. An uneven last batch (41 rows, global batch 4: its last micro-batch leaves rank 1 nothing) and evaluation
 #     split over the ranks: still the 1-rank result, for DDP and ZeRO-2.
@@ -91,6 +99,10 @@ for stage in zero1 zero2 zero3; do
     run "${stage}_$type" 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type "$type" \
       --per_device_train_batch_size 2 --deepspeed "$stage" --output_dir "$TMP/$stage-$type"
     has "${stage}_${type}_shares" "holds after the first step" err
+    if [ "$stage" = zero3 ]; then  # from the second micro-batch on, each gather was started by the one before
+      grep -qE "ZeRO-3: [1-9][0-9]* of [0-9]+ parameter gathers were prefetched" "$TMP/err" && ok || \
+        bad "zero3 $type: no prefetched gathers: $(grep -F 'prefetched' "$TMP/err")"
+    fi
     compare "$stage $type" "$TMP/one-$type" "$TMP/$stage-$type" "$weights"
   done
 done

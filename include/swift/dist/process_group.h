@@ -22,6 +22,21 @@ struct GroupOptions {
   std::string backend = "auto";        // --ddp_backend: auto (nccl on CUDA, gloo on CPU), gloo, nccl
 };
 
+// A collective started without waiting (the backend runs it beside the caller: Gloo on its worker threads, NCCL
+// on its stream): wait() before touching its tensor. Collectives are matched across ranks by the order they are
+// started in, so every rank must start the same ones in the same order, waited or not.
+class PendingCollective {
+ public:
+  PendingCollective() = default;
+  void wait();  // a failure (a peer died, --ddp_timeout) is a DeviceError naming this rank
+  bool pending() const { return impl_ != nullptr; }
+
+ private:
+  friend class ProcessGroup;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
 class ProcessGroup {
  public:
   // Rendezvous with the other ranks of `env` and open the backend for tensors on `device`.
@@ -39,6 +54,10 @@ class ProcessGroup {
   void broadcast(at::Tensor& tensor, int root = 0);
   // The sum over ranks lands in root's tensor (the others' are left undefined in value).
   void reduce_sum(at::Tensor& tensor, int root);
+  // The same, started now and finished by the result's wait().
+  PendingCollective start_all_reduce_sum(at::Tensor& tensor);
+  PendingCollective start_broadcast(at::Tensor& tensor, int root);
+  PendingCollective start_reduce_sum(at::Tensor& tensor, int root);
   void barrier();
   // Numbers (token counts, metric sums) summed over ranks, in float64.
   std::vector<double> sum(const std::vector<double>& values);

@@ -21,6 +21,7 @@ struct MemoryInputs {
   int64_t tokens_per_micro_batch = 0;    // per rank: per_device_train_batch_size x the longest row (or max_length)
   int zero_stage = 0;
   int world_size = 1;
+  int64_t bucket_bytes = 25ll << 20;  // the gradient exchange's bucket (ZeRO-2 holds about two of them)
   bool gradient_checkpointing = true;
 };
 

@@ -1,0 +1,194 @@
+// The data-parallel exchanges on a real two-rank Gloo group (two threads of this process, one TCPStore):
+// gradients summed or reduced to their owners while backward runs (bucket by bucket, in order), what a rank
+// holds meanwhile, and ZeRO-3's gathers with prefetch, including a sequence that leaves the recorded one and
+// values that change between micro-batches.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <functional>
+#include <thread>
+
+#include "swift/dist/gradient_sync.h"
+#include "swift/dist/process_group.h"
+#include "swift/dist/zero3.h"
+
+namespace swift::dist {
+namespace {
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// Runs body(group) on ranks 0 and 1 at once; gtest's EXPECTs work from both threads.
+void on_two_ranks(const std::function<void(ProcessGroup&)>& body) {
+  const int port = free_port();
+  auto rank = [&](int r) {
+    DistEnv env;
+    env.rank = r;
+    env.world_size = 2;
+    env.local_rank = r;
+    env.local_world_size = 2;
+    env.master_port = port;
+    GroupOptions options;
+    options.timeout = std::chrono::seconds(30);
+    auto group = ProcessGroup::connect(env, c10::Device(c10::kCPU), options);
+    body(*group);
+    group->barrier();
+  };
+  std::thread other(rank, 1);
+  rank(0);
+  other.join();
+}
+
+constexpr int kLayers = 16;
+constexpr int kWidth = 32;
+
+struct Chain {  // two extras (see backward), then kLayers square matrices applied in turn
+  std::vector<at::Tensor> params;
+  Chain() {
+    at::Generator gen = at::detail::createCPUGenerator(3);  // per thread: the ranks share the process
+    for (int i = 0; i < kLayers + 2; ++i)
+      params.push_back((at::randn({kWidth, kWidth}, gen) / 6).requires_grad_(true));
+  }
+  // params[0] takes part only on rank 0; params[1] on no rank. First in the list, so last in the buckets.
+  void backward(int rank) const {
+    at::Generator gen = at::detail::createCPUGenerator(100 + rank);
+    at::Tensor x = at::randn({4, kWidth}, gen);
+    for (int i = 2; i < kLayers + 2; ++i) x = at::tanh(at::matmul(x, params[i]));
+    at::Tensor loss = x.pow(2).sum();
+    if (rank == 0) loss = loss + params[0].sum();
+    loss.backward();
+  }
+  // The sum over both ranks' data, computed alone (no group).
+  std::vector<at::Tensor> summed_gradients() const {
+    std::vector<at::Tensor> sums(params.size());
+    for (int r = 0; r < 2; ++r) {
+      backward(r);
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (!params[i].grad().defined()) continue;
+        sums[i] = sums[i].defined() ? sums[i] + params[i].grad() : params[i].grad().clone();
+      }
+      for (const auto& p : params) p.mutable_grad().reset();
+    }
+    return sums;
+  }
+};
+
+constexpr int64_t kParamBytes = kWidth * kWidth * 4;
+
+TEST(GradientExchange, AllReduceRunsInsideTheBackwardAndEqualsTheSum) {
+  on_two_ranks([](ProcessGroup& group) {
+    Chain chain;
+    const auto want = chain.summed_gradients();
+    GradientSync sync(group, chain.params, 2 * kParamBytes);  // two matrices per bucket
+    sync.overlap_next_backward(GradientSync::Exchange::kAllReduce);
+    chain.backward(group.rank());
+    // Nine buckets; the last holds the two extras, which only rank 0's backward reaches (or none), so it waits
+    // for all_reduce_gradients.
+    EXPECT_EQ(sync.buckets(), 9u);
+    EXPECT_EQ(sync.overlapped_buckets(), 8u);
+    sync.all_reduce_gradients();
+    for (size_t i = 0; i < chain.params.size(); ++i) {
+      ASSERT_EQ(chain.params[i].grad().defined(), want[i].defined()) << i;  // the extra no rank used: none
+      if (want[i].defined()) {
+        EXPECT_TRUE(at::allclose(chain.params[i].grad(), want[i], 1e-5, 1e-6)) << i;
+      }
+    }
+  });
+}
+
+TEST(GradientExchange, ReduceToOwnersKeepsOwnShareAndTwoBuckets) {
+  on_two_ranks([](ProcessGroup& group) {
+    Chain chain;
+    const auto want = chain.summed_gradients();
+    std::vector<int> owners;
+    for (size_t i = 0; i < chain.params.size(); ++i) owners.push_back(static_cast<int>(i % 2));
+    GradientSync sync(group, chain.params, kParamBytes);  // one matrix per bucket
+    sync.set_owners(owners);
+    // Two micro-batches: the owner's .grad accumulates both sums.
+    for (int micro = 0; micro < 2; ++micro) {
+      sync.overlap_next_backward(GradientSync::Exchange::kReduceToOwners);
+      chain.backward(group.rank());
+      sync.reduce_gradients_to_owners();
+    }
+    int64_t own_bytes = 0;
+    for (size_t i = 0; i < chain.params.size(); ++i) {
+      const bool mine = owners[i] == group.rank();
+      if (mine) own_bytes += kParamBytes;
+      if (!mine || !want[i].defined()) {
+        EXPECT_FALSE(chain.params[i].grad().defined()) << i;
+        continue;
+      }
+      ASSERT_TRUE(chain.params[i].grad().defined()) << i;
+      EXPECT_TRUE(at::allclose(chain.params[i].grad(), 2 * want[i], 1e-5, 1e-6)) << i;
+    }
+    // At any point of the backward: its own gradients, the two buckets in flight (a copy each, the owner's own
+    // one counted twice) and the one autograd is filling: far below all 18 gradients.
+    EXPECT_GT(sync.peak_gradient_bytes(), 0);
+    EXPECT_LE(sync.peak_gradient_bytes(), own_bytes + 4 * (kParamBytes + 8));
+    EXPECT_LT(sync.peak_gradient_bytes(), static_cast<int64_t>(chain.params.size()) * kParamBytes * 3 / 4)
+        << sync.peak_gradient_bytes();
+  });
+}
+
+TEST(Zero3Gather, PrefetchServesTheRecordedSequenceAndNeverStaleValues) {
+  on_two_ranks([](ProcessGroup& group) {
+    std::vector<at::Tensor> params, values;
+    for (int i = 0; i < 4; ++i) {
+      values.push_back(at::full({3, 5}, static_cast<float>(i + 1)));
+      params.push_back(values.back().clone());
+    }
+    Zero3Sharding sharding(group, params, {0, 1, 0, 1});
+    sharding.release_all();
+    EXPECT_EQ(params[1].numel(), group.rank() == 1 ? 15 : 0);  // only the owner keeps the values
+    const std::vector<at::Tensor> a{params[0], params[1]}, b{params[2]}, c{params[3]};
+    auto use = [&](const std::vector<at::Tensor>& which) {
+      sharding.gather(which);
+      for (const auto& p : which)
+        for (size_t i = 0; i < params.size(); ++i)
+          if (p.unsafeGetTensorImpl() == params[i].unsafeGetTensorImpl()) {
+            EXPECT_TRUE(at::equal(p, values[i])) << i;
+          }
+      sharding.release(which);
+    };
+    // A micro-batch's sequence: a, b, c forward, c, b backward. The first records it; the next replay it.
+    for (int micro = 0; micro < 3; ++micro) {
+      sharding.begin_micro_batch();
+      for (const auto* which : {&a, &b, &c, &c, &b}) use(*which);
+      sharding.end_micro_batch();
+      // The owners change their values between micro-batches (an optimizer step): nothing prefetched before
+      // may be served after.
+      for (size_t i = 0; i < params.size(); ++i) {
+        values[i] += 10;
+        if (static_cast<int>(i % 2) == group.rank()) params[i].detach().add_(10);
+      }
+    }
+    EXPECT_EQ(sharding.gathers(), 15);
+    EXPECT_EQ(sharding.prefetched_gathers(), 10);  // the replays' five each
+    // Off the sequence (c first): correct values, and prefetching resumes at the next micro-batch.
+    sharding.begin_micro_batch();
+    for (const auto* which : {&c, &a, &b}) use(*which);
+    sharding.end_micro_batch();
+    EXPECT_EQ(sharding.prefetched_gathers(), 10);
+    sharding.begin_micro_batch();
+    for (const auto* which : {&a, &b, &c, &c, &b}) use(*which);
+    sharding.end_micro_batch();
+    EXPECT_EQ(sharding.prefetched_gathers(), 15);
+  });
+}
+
+}  // namespace
+}  // namespace swift::dist
