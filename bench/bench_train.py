@@ -125,14 +125,14 @@ def read_peak_gib(run_root):
     return max(json.loads(line).get("memory(GiB)", 0.0) for line in open(logs[0]))
 
 
-def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=(), device="cpu"):
+def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=(), device="cpu", template="qwen3"):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", MODELSCOPE_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     if tool == "swift-jemalloc-defaults":
         env["MALLOC_CONF"] = JEMALLOC_DEFAULTS
-    args = ["sft", "--model", model, "--template", "qwen3", "--tuner_type", train_type, "--dataset", data,
+    args = ["sft", "--model", model, "--template", template, "--tuner_type", train_type, "--dataset", data,
             "--max_steps", str(steps), "--output_dir", out] + common
     result_json = os.path.join(out + "-hf.json")
     if tool.startswith("swift"):

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU check: builds swift on a machine with an NVIDIA GPU and a PyTorch install but no apt (a cluster node, the
 # project's lent GPU machine), then runs on CUDA what CI can only run on the CPU:
-#   1. the end-to-end suites (tests/e2e: sft, data, infer, deploy), which use CUDA because --device defaults to
+#   1. the end-to-end suites (tests/e2e: sft, data, infer, deploy, quant), which use CUDA because --device defaults to
 #      auto; each in the background, logs in OUT_DIR;
-#   2. CUDA against CPU: the same fp32 LoRA and full runs give the same losses (printed, with the largest
+#   2. CUDA against CPU: the same fp32 LoRA, QLoRA and full runs give the same losses (printed, with the largest
 #      difference), and bf16 / fp16 (loss scaling) runs train;
 #   3. the training benchmark against transformers + PEFT on a Qwen3-0.6B-shaped model (bench/bench_train.py),
 #      and the serving benchmark (bench/bench_deploy.py) on CUDA.
@@ -46,7 +46,7 @@ export SWIFT_TEST_PYTHON=python3
 
 # 1. The e2e suites on CUDA, side by side.
 pids=()
-for t in cli sft data infer deploy; do
+for t in cli sft data infer deploy quant; do
   (timeout "$(left 200)" bash "tests/e2e/${t}_test.sh" "$SWIFT" >"$OUT/e2e_$t.log" 2>&1; echo $? >"$OUT/e2e_$t.rc") &
   pids+=($!)
 done
@@ -58,7 +58,7 @@ common=(--model "$W/m" --dataset swift/self-cognition#64 --model_name Tiny Tests
         --max_steps 8 --per_device_train_batch_size 4 --logging_steps 1 --save_steps 100 --add_version false
         --learning_rate 1e-3 --seed 1 --lora_dropout 0)
 ok_runs=1
-for type in lora full; do
+for type in lora full qlora; do
   for dev in cpu cuda; do
     "$SWIFT" sft "${common[@]}" --train_type "$type" --device "$dev" --torch_dtype float32 \
       --output_dir "$W/$type-$dev" >"$OUT/cmp_$type-$dev.log" 2>&1 || ok_runs=0
@@ -76,7 +76,7 @@ w = sys.argv[1]
 def losses(run):
     return [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
 worst = 0.0
-for t in ("lora", "full"):
+for t in ("lora", "full", "qlora"):
     cpu, cuda = losses(f"{t}-cpu"), losses(f"{t}-cuda")
     print(t, "cpu ", [round(x, 5) for x in cpu])
     print(t, "cuda", [round(x, 5) for x in cuda])
@@ -97,7 +97,7 @@ P
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"
 
 for i in "${!pids[@]}"; do wait "${pids[$i]}"; done
-for t in cli sft data infer deploy; do
+for t in cli sft data infer deploy quant; do
   rc="$(cat "$OUT/e2e_$t.rc" 2>/dev/null || echo none)"
   note "e2e_$t: rc=$rc $(grep -E '^e2e ' "$OUT/e2e_$t.log" | tail -1)"
 done

@@ -316,6 +316,14 @@ const TensorEntry& SafetensorsFile::entry(const std::string& name) const {
   return entries_[it->second];
 }
 
+void SafetensorsFile::release(const std::string& name) const {
+  const TensorEntry& e = entry(name);
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data_ + e.begin) + page - 1) / page * page;
+  const auto end = reinterpret_cast<uintptr_t>(data_ + e.end) / page * page;
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 at::Tensor SafetensorsFile::get(const std::string& name) const {
   const TensorEntry& e = entry(name);
   const auto options = at::TensorOptions().dtype(e.scalar_type).device(at::kCPU);

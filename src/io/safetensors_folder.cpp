@@ -218,6 +218,7 @@ const SafetensorsFile& SafetensorsFolder::file_holding(const std::string& name) 
 const TensorEntry& SafetensorsFolder::entry(const std::string& name) const { return file_holding(name).entry(name); }
 
 at::Tensor SafetensorsFolder::get(const std::string& name) const { return file_holding(name).get(name); }
+void SafetensorsFolder::release(const std::string& name) const { file_holding(name).release(name); }
 
 const fs::path& SafetensorsFolder::file_of(const std::string& name) const { return file_holding(name).path(); }
 

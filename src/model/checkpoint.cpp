@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -14,6 +15,8 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/init_weights.h"
+#include "swift/quant/bnb_tensors.h"
+#include "swift/quant/quantized_linear.h"
 
 namespace fs = std::filesystem;
 
@@ -35,13 +38,17 @@ std::string list_some(const std::vector<std::string>& names) {
   return out;
 }
 
-void fill_from_folder(CausalLM& model, const fs::path& dir) {
+void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<quant::QuantConfig>& quantization,
+                      bool prequantized, c10::Device device) {
   auto weights = io::SafetensorsFolder::open(dir);
   torch::NoGradGuard no_grad;
   std::vector<std::string> missing, misshapen, unexpected;
   std::set<std::string> used;
+  if (quantization)
+    quant::load_quantized_linears(model, weights, *quantization, prequantized, device, dir.string(), used);
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
+    if (used.count(name)) continue;  // a quantized layer's weight
     if (!weights.contains(name)) {
       missing.push_back(name);
       continue;
@@ -54,12 +61,17 @@ void fill_from_folder(CausalLM& model, const fs::path& dir) {
     }
     with_context("loading " + name + " from " + weights.file_of(name).filename().string(),
                  [&] { item.value().copy_(weights.get(name)); });
+    weights.release(name);  // copied: its file pages need not stay resident beside the copy
     used.insert(name);
   }
   for (const auto& name : weights.names()) {
     if (used.count(name)) continue;
     if (name == "lm_head.weight" && model->config().tie_word_embeddings) continue;  // tied: the embedding serves
     if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // a buffer old checkpoints saved
+    if (prequantized && quant::is_quant_state_key(name)) {  // statistics of a layer llm_int8_skip_modules kept?
+      unexpected.push_back(name + " (quantization statistics of a layer this model does not quantize)");
+      continue;
+    }
     unexpected.push_back(name);
   }
   if (!missing.empty() || !misshapen.empty() || !unexpected.empty()) {
@@ -89,15 +101,40 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
                 "no *.safetensors weights in " + dir.string(),
                 "pass --init_strategy normal (or " + init_strategies() +
                     ") to start from random weights, or point --model at a folder with weights");
-    // Parameters are allocated on the target device and filled straight from the mapped files.
-    CausalLM model(config, at::TensorOptions().dtype(dtype).device(options.device));
+    // A folder saved quantized loads quantized; otherwise --quant_method asks for it.
+    const auto prequantized = quant::read_quantization_config(config.raw, (dir / "config.json").string());
+    std::optional<quant::QuantConfig> quantization = prequantized ? prequantized : options.quantize;
+    // The compute dtype: the model's (activations') dtype unless --bnb_4bit_compute_dtype says otherwise; for a saved
+    // folder always the activations' dtype, since bitsandbytes itself computes float32 and bfloat16 inputs in their
+    // own dtype whatever bnb_4bit_compute_dtype says.
+    if (quantization && (prequantized || !quantization->compute_dtype)) quantization->compute_dtype = dtype;
+    if (prequantized && options.quantize)
+      log_info(dir.string(), " is saved quantized (bitsandbytes ", prequantized->bits,
+               "-bit): loading it as it is; the --quant_* flags have no effect");
+    // Saved again (export, checkpoints), the folder says how it is quantized, as transformers writes it.
+    if (quantization && !prequantized) config.raw["quantization_config"] = quant::quantization_config_json(*quantization);
+    // Parameters are allocated on the target device and filled straight from the mapped files. With quantization
+    // they are allocated on the CPU first: the decoder layers' weights are never written there (each is quantized
+    // on the device from the file), so their pages cost nothing; the rest moves to the device after.
+    const c10::Device build_on = quantization ? c10::Device(c10::kCPU) : options.device;
+    CausalLM model(config, at::TensorOptions().dtype(dtype).device(build_on));
     if (has_weights) {
-      fill_from_folder(model, dir);
+      fill_from_folder(model, dir, quantization, prequantized.has_value(), options.device);
       log_debug("loaded ", count_parameters(model), " parameters from ", dir.string());
     } else {
       init_weights(model, options.init_strategy, options.seed);
       log_info("no weights in ", dir.string(), ": initialised with --init_strategy ", options.init_strategy,
                " (seed ", options.seed, ")");
+      if (quantization) quant::quantize_model(model, *quantization);
+    }
+    if (quantization) {
+      model->to(options.device);
+      quant::move_quantized(model, options.device);
+      const auto [bytes, layers] = quant::quantized_bytes(model);
+      log_info("quantized ", layers, " linear layers (bitsandbytes ",
+               quantization->bits == 4 ? quant::four_bit_type_name(quantization->four_bit.type) : "int8",
+               quantization->bits == 4 && quantization->four_bit.double_quant ? ", double quantization" : "",
+               "): their weights hold ", std::to_string(bytes / (1 << 20)), " MiB (", bytes, " bytes)");
     }
     model->eval();
     return model;
@@ -107,19 +144,36 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
 int64_t count_parameters(CausalLM& model) {
   int64_t n = 0;
   for (const auto& p : model->parameters()) n += p.numel();
+  for (const auto& m : model->modules())  // a quantized layer's values are not in its (empty) weight
+    if (const auto* linear = dynamic_cast<const LinearImpl*>(m.get()); linear && linear->quantized)
+      n += linear->in_features() * linear->out_features();
   return n;
 }
 
 void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options, const fs::path& copy_from) {
   AtomicDir out(dir);
   io::NamedTensors tensors;
+  std::map<std::string, const LinearImpl*> quantized;  // weight key -> its layer
+  for (const auto& item : model->named_modules()) {
+    const auto* linear = dynamic_cast<const LinearImpl*>(item.value().get());
+    if (linear && linear->quantized) quantized[item.key() + ".weight"] = linear;
+  }
   for (auto& item : model->named_parameters()) {
+    if (const auto it = quantized.find(item.key()); it != quantized.end()) {  // as transformers saves bitsandbytes layers
+      it->second->quantized->append_tensors(item.key().substr(0, item.key().size() - 6), tensors);
+      continue;
+    }
     at::Tensor t = item.value().detach();
     if (options.dtype) t = t.to(*options.dtype);
     tensors.emplace_back(item.key(), t);
   }
   ModelConfig config = model->config();
   config.torch_dtype = dtype_name(options.dtype.value_or(model->dtype()));
+  if (quantized.empty()) config.raw.erase("quantization_config");  // dense now (merged, or dequantized)
+  if (!quantized.empty() && options.quantization)
+    config.raw["quantization_config"] = quant::quantization_config_json(*options.quantization);
+  SWIFT_ASSERT(quantized.empty() || config.raw.contains("quantization_config"),
+               "a quantized model is saved with its quantization_config");
   io::write_json_file(out.path() / "config.json", model_config_to_json(config));
   io::save_safetensors_folder(out.path(), tensors, options.max_shard_bytes);
   if (!copy_from.empty() && fs::is_directory(copy_from)) {

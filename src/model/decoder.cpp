@@ -12,13 +12,36 @@
 
 namespace swift::model {
 
-LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias, const at::TensorOptions& options) {
+LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias, const at::TensorOptions& options)
+    : in_features_(in_features), out_features_(out_features) {
   weight = register_parameter("weight", at::empty({out_features, in_features}, options));
   if (with_bias) bias = register_parameter("bias", at::zeros({out_features}, options));
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) {
-  return adapter ? adapter->forward(*this, x) : at::linear(x, weight, bias);
+at::Tensor LinearImpl::forward(const at::Tensor& x) { return adapter ? adapter->forward(*this, x) : base_forward(x); }
+
+at::Tensor LinearImpl::base_forward(const at::Tensor& x) {
+  return quantized ? quantized_linear(x, quantized, bias) : at::linear(x, weight, bias);
+}
+
+at::Tensor LinearImpl::dense_weight(c10::ScalarType dtype) const {
+  return quantized ? quantized->dequantize(dtype) : weight.to(dtype);
+}
+
+void LinearImpl::set_quantized(std::shared_ptr<QuantizedWeight> q) {
+  SWIFT_ASSERT(q != nullptr, "set_quantized needs a weight");
+  quantized = std::move(q);
+  at::NoGradGuard no_grad;
+  weight.set_requires_grad(false);
+  weight.set_data(at::empty({0}, weight.options()));
+}
+
+void LinearImpl::set_dense(const at::Tensor& dense_weight) {
+  SWIFT_ASSERT(dense_weight.dim() == 2 && dense_weight.size(0) == out_features_ && dense_weight.size(1) == in_features_,
+               "a dense weight of the layer's shape");
+  at::NoGradGuard no_grad;
+  weight.set_data(dense_weight.detach().clone());
+  quantized.reset();
 }
 
 EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options) {

@@ -16,6 +16,8 @@
 #include "swift/io/hf_config.h"
 #include "swift/recipes/commands.h"
 #include "swift/recipes/inference_setup.h"
+#include "swift/recipes/quant_flags.h"
+#include "swift/quant/quantized_linear.h"
 #include "swift/recipes/train_rows.h"
 #include "swift/tuners/lora.h"
 
@@ -49,6 +51,10 @@ std::vector<cli::FlagSpec> export_flags() {
   };
   for (auto f : dataset_flags(/*pretrain=*/false)) {  // as swift sft reads and encodes them
     f.help = "--to_cached_dataset: " + f.help;
+    flags.push_back(f);
+  }
+  for (auto& f : quant_flags()) {  // as swift sft reads them
+    f.help = "--output_dir written quantized (bitsandbytes' format, loads in transformers): " + f.help;
     flags.push_back(f);
   }
   for (auto& f : cli::common_flags()) flags.push_back(f);
@@ -96,10 +102,25 @@ int run_export(const std::vector<std::string>& args) {
   model::SaveOptions save;
   save.max_shard_bytes = io::parse_byte_size(flags.str("max_shard_size"));
 
+  // Without adapters the flags' quantization is how the folder is written (loaded quantized, saved as
+  // transformers saves bitsandbytes models). Merging, the base loads as the adapter was trained (a QLoRA run's
+  // args.json), the merged weights come out dense, and --quant_* then quantizes the result.
+  const auto wanted = quant_config_from_flags(flags);
+  load.quantize = adapters.empty() ? wanted : quant_config_from_args(checkpoint_args(adapters));
   auto model = model::load_model(model_dir, load);
   for (const auto& dir : adapters) {
     with_context("loading adapter " + dir, [&] { return tuners::load_adapter(model, dir); });
     log_info("merged ", tuners::merge_lora(model), " LoRA layers from ", dir);
+  }
+  if (!adapters.empty()) {
+    if (const int64_t n = quant::dequantize_model(model))
+      log_info("dequantized the ", n, " other quantized layers of the base: the merged model is dense");
+    if (wanted) {
+      auto config = *wanted;
+      if (!config.compute_dtype) config.compute_dtype = model->dtype();
+      quant::quantize_model(model, config);
+      save.quantization = config;
+    }
   }
   log_info("model ", model_dir, ": ", model->config().model_type, " (", model::count_parameters(model),
            " parameters, ", dtype_name(model->dtype()), ")");

@@ -1,6 +1,7 @@
 // Loading a model for generation (infer, deploy): checkpoint args.json defaults, adapters, tokenizer, chat
 // template, stop tokens and sampling defaults.
 #include "swift/recipes/inference_setup.h"
+#include "swift/recipes/quant_flags.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -21,7 +22,7 @@ namespace swift::recipes {
 
 std::vector<cli::FlagSpec> inference_model_flags() {
   using cli::FlagType;
-  return {
+  std::vector<cli::FlagSpec> flags = {
       {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files)"},
       {"adapters", FlagType::kList, "", "LoRA adapter folders (swift's checkpoints or any PEFT adapter); their args.json "
                                         "supplies --model, --template and --system when not given. deploy: name=path "
@@ -32,6 +33,8 @@ std::vector<cli::FlagSpec> inference_model_flags() {
       {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
       {"infer_backend", FlagType::kString, "pt", "pt (LibTorch); vllm/sglang/lmdeploy are not available"},
   };
+  for (auto& f : quant_flags()) flags.push_back(f);
+  return flags;
 }
 
 std::vector<cli::FlagSpec> generation_flags() {
@@ -88,6 +91,7 @@ InferenceModel load_inference_model(const cli::Flags& flags, const CommonSetup& 
   model::LoadOptions load;
   load.dtype = parse_dtype(flags.str("torch_dtype"));
   load.device = parse_device(setup.device);
+  load.quantize = quant_config_for(flags, saved);  // a QLoRA adapter's base loads quantized as it was trained
   m.model = model::load_model(m.model_dir, load);
   for (const auto& dir : adapters) {
     const auto config = with_context("loading adapter " + dir, [&] { return tuners::load_adapter(m.model, dir); });

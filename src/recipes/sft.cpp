@@ -33,6 +33,8 @@
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/family_registry.h"
+#include "swift/quant/quantized_linear.h"
+#include "swift/recipes/quant_flags.h"
 #include "swift/recipes/commands.h"
 #include "swift/template/message.h"
 #include "swift/template/select.h"
@@ -68,7 +70,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
   std::vector<cli::FlagSpec> flags = {
       {"model", FlagType::kString, "", "Hugging Face model folder to start from"},
       {"init_strategy", FlagType::kString, "", "train from scratch: initialise a folder that has only config.json"},
-      {"train_type", FlagType::kString, pretrain ? "full" : "lora", "full or lora", {"tuner_type", "sft_type"}},
+      {"train_type", FlagType::kString, pretrain ? "full" : "lora",
+       "full, lora, or qlora (lora on a 4-bit NF4 base: --quant_method bnb --quant_bits 4)", {"tuner_type", "sft_type"}},
   };
   for (auto& f : dataset_flags(pretrain)) flags.push_back(f);
   std::vector<cli::FlagSpec> training = {
@@ -129,6 +132,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
   };
   for (auto& f : training) flags.push_back(f);
+  for (auto& f : quant_flags()) flags.push_back(f);
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
 }
@@ -151,6 +155,7 @@ model::ForwardArgs forward_args(const train::Batch& b, c10::Device device) {
 struct Job {
   bool pretrain = false;
   bool lora = false;
+  std::optional<quant::QuantConfig> quantization;  // QLoRA: how the frozen base is quantized
   fs::path model_dir, run_dir;
   model::CausalLM model{nullptr};
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
@@ -261,6 +266,14 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
     in.total_params += p.numel();
     in.weight_bytes += p.numel() * static_cast<int64_t>(p.element_size());
   }
+  in.weight_bytes += quant::quantized_bytes(job.model).first;  // QLoRA: the packed weights and their statistics
+  if (!job.quantization) {
+    model::CausalLM shared = job.model;  // the same module (a holder copy); quantizable_linears wants it mutable
+    for (const auto& [name, linear] : quant::quantizable_linears(shared, quant::QuantConfig{})) {
+      in.quantizable_params += linear->weight.numel();
+      in.quantizable_bytes += linear->weight.numel() * static_cast<int64_t>(linear->weight.element_size());
+    }
+  }
   for (const auto& p : trainable) {
     in.trainable_params += p.numel();
     in.trainable_bytes += p.numel() * static_cast<int64_t>(p.element_size());
@@ -277,6 +290,7 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
   const int64_t max_length = flags.integer("max_length") > 0 ? flags.integer("max_length") : config.max_position_embeddings;
   in.tokens_per_micro_batch = batch_size * (job.longest_example > 0 ? job.longest_example : max_length);
   in.zero_stage = job.zero.stage;
+  in.optimizer_offloaded = job.zero.offload_optimizer && job.model->device().is_cuda();
   in.world_size = job.world_size;
   in.gradient_checkpointing = flags.boolean("gradient_checkpointing");
   const c10::Device device = job.model->device();
@@ -286,6 +300,22 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
                                                     job.lora);
   if (!train::memory_advice(in, estimate, available, job.lora).empty()) log_warn("memory per rank (estimate): ", text);
   else log_info("memory per rank (estimate): ", text);
+}
+
+// args.json of the run and its checkpoints: the flags as given, and what they resolved to where infer / deploy /
+// export need it (the template, the base model, how a QLoRA base is quantized: as ms-swift records them).
+json run_args(const Job& job, const cli::Flags& flags) {
+  json args = flags.to_json();
+  args["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
+  args["model"] = fs::absolute(job.model_dir).string();
+  if (job.quantization) {
+    args["quant_method"] = "bnb";
+    args["quant_bits"] = job.quantization->bits;
+    args["bnb_4bit_quant_type"] = quant::four_bit_type_name(job.quantization->four_bit.type);
+    args["bnb_4bit_use_double_quant"] = job.quantization->four_bit.double_quant;
+    args["bnb_4bit_blocksize"] = job.quantization->four_bit.blocksize;
+  }
+  return args;
 }
 
 // Rank 0's part of a checkpoint: the weights, args.json and, with the training state, the optimizer (unless
@@ -299,10 +329,7 @@ void write_checkpoint_files(Job& job, const cli::Flags& flags, int64_t step, con
     save.dtype = job.save_dtype;
     model::save_model(job.model, out, save, job.model_dir);
   }
-  json args = flags.to_json();
-  args["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
-  args["model"] = fs::absolute(job.model_dir).string();
-  io::write_json_file(out / "args.json", args);
+  io::write_json_file(out / "args.json", run_args(job, flags));
   if (flags.boolean("save_only_model")) return;
   if (whole_optimizer) optimizer.save(out / "optimizer.safetensors");
   // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
@@ -432,9 +459,15 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   SWIFT_CHECK(!job.model_dir.empty(), UsageError, "swift " + flags.command() + " needs --model",
               "e.g. --model configs/models/qwen3-tiny --init_strategy normal");
   const std::string train_type = flags.str("train_type");
-  SWIFT_CHECK(train_type == "full" || train_type == "lora", UsageError,
-              "--train_type " + train_type + " is not available", "use full or lora (qlora comes with quantisation)");
-  job.lora = train_type == "lora";
+  SWIFT_CHECK(train_type == "full" || train_type == "lora" || train_type == "qlora", UsageError,
+              "--train_type " + train_type + " is not available", "use full, lora or qlora");
+  job.lora = train_type == "lora" || train_type == "qlora";
+  // QLoRA: the frozen base quantized (bitsandbytes' formats), LoRA on top. --train_type qlora alone means NF4.
+  const auto quantization = quant_config_from_flags(flags, train_type == "qlora" ? 4 : 0);
+  SWIFT_CHECK(!quantization || job.lora, UsageError,
+              "--quant_bits " + std::to_string(quantization ? quantization->bits : 0) +
+                  " with --train_type full: quantized weights cannot be trained",
+              "use --train_type lora (QLoRA: LoRA on the quantized base) or drop --quant_method/--quant_bits");
   SWIFT_CHECK(!flags.list("dataset").empty() || !flags.list("cached_dataset").empty(), UsageError,
               "swift " + flags.command() + " needs --dataset",
               "e.g. --dataset data.jsonl or --dataset swift/self-cognition --model_name Tiny --model_author Me");
@@ -458,6 +491,8 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
     if (!dtype) dtype = mixed;
   }
   load.dtype = job.lora ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
+  load.quantize = quantization;
+  job.quantization = quantization;
   if (!job.lora && dtype && (*dtype == c10::kBFloat16 || *dtype == c10::kHalf)) {
     job.autocast = *dtype;
     job.save_dtype = *dtype;
@@ -477,6 +512,12 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   }
   // A full checkpoint is a complete model folder: its weights replace --model's.
   job.model = model::load_model(!resume.empty() && !job.lora ? resume : job.model_dir, load);
+  if (!job.quantization && quant::quantized_bytes(job.model).second > 0) {  // a folder saved quantized (*-bnb-4bit)
+    SWIFT_CHECK(job.lora, UsageError,
+                job.model_dir.string() + " is saved quantized (bitsandbytes): its quantized weights cannot be trained",
+                "use --train_type lora (QLoRA on it), or the model's unquantized folder for full fine-tuning");
+    job.quantization = quant::read_quantization_config(job.model->config().raw, job.model_dir.string() + "/config.json");
+  }
   job.tokenizer = with_context("loading the tokenizer of " + job.model_dir.string(),
                                [&] { return tokenizer::Tokenizer::load(job.model_dir); });
 
@@ -690,12 +731,13 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   Job job = build_job(flags, pretrain, setup, std::move(group));
   job.local_world_size = dist_env.local_world_size;
   job.zero = zero;
-  if (job.zero.offload_optimizer || job.zero.offload_param) {
-    SWIFT_CHECK(!job.model->device().is_cuda(), UsageError,
-                "--deepspeed " + job.zero.source + ": CPU offload is not implemented on CUDA yet",
-                "use zero2 without offload, LoRA, or gradient checkpointing");
+  if ((job.zero.offload_optimizer || job.zero.offload_param) && !job.model->device().is_cuda())
     log_info("--deepspeed ", job.zero.source, ": offload to the CPU has no effect, training already runs there");
-  }
+  // ZeRO-Offload on a GPU: the AdamW moments and fp32 master weights in CPU RAM (train::AdamW::offload_to).
+  const bool offload_optimizer = job.zero.offload_optimizer && job.model->device().is_cuda();
+  if (job.zero.offload_param && job.model->device().is_cuda())
+    log_warn("--deepspeed ", job.zero.source, ": offload_param is not implemented: parameters stay on the GPU",
+             job.zero.stage == 3 ? " (sharded by ZeRO-3)" : "", "; the optimizer state is offloaded");
   if (job.zero.stage > 0 && !job.group) {
     log_info("--deepspeed ", job.zero.source, ": one process has nothing to shard; training without ZeRO");
     job.zero.stage = 0;
@@ -772,6 +814,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
     log_zero_shares(job, *partition, bytes);
   }
   auto optimizer = make_optimizer(job.model, flags, lr, partition ? &owned : nullptr);
+  if (offload_optimizer) {
+    optimizer->offload_to(c10::Device(c10::kCPU));
+    log_info("optimizer offload: AdamW state and fp32 master weights in CPU RAM, updated there each step");
+  }
   log_memory_estimate(job, flags, params, batch_size);
 
   // Run folder: made by rank 0, whose path every rank learns (checkpoints are rank 0's to write).
@@ -782,10 +828,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   std::optional<train::JsonlLog> log;
   std::optional<train::TensorBoardWriter> tensorboard;
   if (job.main_rank()) {
-    json args_json = flags.to_json();
-    args_json["template"] = job.template_name.empty() ? json(nullptr) : json(job.template_name);
-    args_json["model"] = fs::absolute(job.model_dir).string();
-    io::write_json_file(job.run_dir / "args.json", args_json);
+    io::write_json_file(job.run_dir / "args.json", run_args(job, flags));
     log.emplace(job.run_dir / "logging.jsonl");
     tensorboard.emplace(job.run_dir / "runs");
   }

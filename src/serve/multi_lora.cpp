@@ -28,7 +28,7 @@ class LoraSwitch : public model::LinearAdapter {
     };
     if (std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return id == ids.front(); })) {
       auto* b = ids.empty() ? nullptr : branch(ids.front());
-      return b ? b->forward(base, x) : at::linear(x, base.weight, base.bias);
+      return b ? b->forward(base, x) : base.base_forward(x);
     }
     // A mixed batch: each group of rows (0: the base alone) runs its own layer once; an adapter's forward
     // already includes the base matmul, so the base rows are computed on their own rather than for everyone.
@@ -38,7 +38,7 @@ class LoraSwitch : public model::LinearAdapter {
     for (const auto& [id, rows] : groups) {
       auto index = at::tensor(rows, at::kLong).to(x.device());
       auto xs = x.index_select(0, index);
-      auto ys = id ? branch(id)->forward(base, xs) : at::linear(xs, base.weight, base.bias);
+      auto ys = id ? branch(id)->forward(base, xs) : base.base_forward(xs);
       if (!y.defined()) {
         auto shape = x.sizes().vec();
         shape.back() = ys.size(-1);

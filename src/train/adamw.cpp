@@ -3,6 +3,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <tuple>
@@ -26,11 +27,19 @@ AdamW::AdamW(std::vector<AdamWGroup> groups, AdamWHyper hyper) : hyper_(hyper) {
   }
 }
 
+void AdamW::offload_to(c10::Device host) {
+  SWIFT_ASSERT(std::none_of(slots_.begin(), slots_.end(), [](const Slot& s) { return s.exp_avg.defined(); }),
+               "AdamW::offload_to before any state exists");
+  offload_ = host;
+}
+
 void AdamW::init_state(Slot& slot) const {
   const at::NoGradGuard no_grad;
-  slot.exp_avg = at::zeros_like(slot.param, at::MemoryFormat::Preserve);
-  slot.exp_avg_sq = at::zeros_like(slot.param, at::MemoryFormat::Preserve);
-  slot.step = at::zeros({}, slot.param.options().dtype(at::kFloat));
+  if (offload_) slot.master = slot.param.detach().to(*offload_, at::kFloat, /*non_blocking=*/false, /*copy=*/true);
+  const at::Tensor& like = offload_ ? slot.master : slot.param;
+  slot.exp_avg = at::zeros_like(like, at::MemoryFormat::Preserve);
+  slot.exp_avg_sq = at::zeros_like(like, at::MemoryFormat::Preserve);
+  slot.step = at::zeros({}, like.options().dtype(at::kFloat));
 }
 
 void AdamW::step() {
@@ -45,11 +54,12 @@ void AdamW::step() {
     if (!grad.defined()) continue;
     SWIFT_ASSERT(!grad.is_sparse(), "AdamW: sparse gradient for " + slot.name);
     if (!slot.exp_avg.defined()) init_state(slot);
-    const auto device = slot.param.device();
+    const at::Tensor& target = offload_ ? slot.master : slot.param;
+    const auto device = target.device();
     auto& b = buckets[{slot.weight_decay, static_cast<int>(device.type()), device.index(),
-                       static_cast<int>(slot.param.scalar_type())}];
-    b.params.push_back(slot.param);
-    b.grads.push_back(grad);
+                       static_cast<int>(target.scalar_type())}];
+    b.params.push_back(target);
+    b.grads.push_back(offload_ ? grad.to(*offload_, at::kFloat) : grad);
     b.exp_avgs.push_back(slot.exp_avg);
     b.exp_avg_sqs.push_back(slot.exp_avg_sq);
     b.steps.push_back(slot.step);
@@ -61,6 +71,9 @@ void AdamW::step() {
                       hyper_.beta1, hyper_.beta2, std::get<0>(key), hyper_.eps, /*amsgrad=*/false,
                       /*maximize=*/false);
   }
+  if (offload_)  // the updated masters back into the parameters (their device and dtype)
+    for (auto& slot : slots_)
+      if (slot.param.grad().defined()) slot.param.detach().copy_(slot.master);
 }
 
 void AdamW::zero_grad() {

@@ -38,6 +38,7 @@ MemoryEstimate estimate_memory(const MemoryInputs& in) {
   if (in.zero_stage >= 2)
     e.gradients = std::min(e.gradients, e.gradients / world + 2.0 * static_cast<double>(in.bucket_bytes));
   e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 1 ? world : 1.0);
+  if (in.optimizer_offloaded) e.optimizer = 0;  // in CPU RAM (with the fp32 masters), not on the device
   e.activations = activations(in, in.gradient_checkpointing);
   e.activations_other_mode = activations(in, !in.gradient_checkpointing);
   return e;
@@ -69,6 +70,11 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
     if (saved3 > std::max(0.0, saved2))
       advice.push_back("--deepspeed zero3: the weights split too" + ranks + format_bytes(saved3) + ")");
   }
+  if (lora && in.quantizable_params > 0) {
+    const double saved = static_cast<double>(in.quantizable_bytes) - static_cast<double>(in.quantizable_params) * 4.13 / 8;
+    if (saved > 0)
+      advice.push_back("--train_type qlora: the frozen decoder weights in 4 bits (saves about " + format_bytes(saved) + ")");
+  }
   if (!lora)
     advice.push_back("--train_type lora: gradients and optimizer state only for the adapter (saves about " +
                      format_bytes(e.gradients + e.optimizer) + ")");
@@ -81,7 +87,8 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
 std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
                               const std::string& device_name, bool lora) {
   std::string out = "weights " + format_bytes(e.weights) + ", gradients " + format_bytes(e.gradients) +
-                    ", AdamW state " + format_bytes(e.optimizer) + ", activations " + format_bytes(e.activations) +
+                    ", AdamW state " + (in.optimizer_offloaded ? std::string("in CPU RAM") : format_bytes(e.optimizer)) +
+                    ", activations " + format_bytes(e.activations) +
                     (in.gradient_checkpointing ? " (gradient checkpointing; " : " (no gradient checkpointing; ") +
                     format_bytes(e.activations_other_mode) + (in.gradient_checkpointing ? " without)" : " with)") +
                     " = " + format_bytes(e.total());

@@ -151,7 +151,7 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
   const int64_t r = config.r;
   std::vector<std::string> names;
   for (const auto& [name, linear] : targets) {
-    const int64_t out = linear->weight.size(0), in = linear->weight.size(1);
+    const int64_t out = linear->out_features(), in = linear->in_features();
     at::Tensor a, b;
     switch (config.init_weights) {
       case LoraInit::kDefault:  // kaiming_uniform_(a=sqrt(5)): bound 1/sqrt(fan_in); B = 0
@@ -265,14 +265,15 @@ int64_t merge_lora(model::CausalLM& model) {
     if (!lora) continue;
     // fp32 at least (bf16 rounding of the sum would be lossy); fp64 weights stay fp64.
     const auto dtype = at::promote_types(linear->weight.scalar_type(), at::kFloat);
-    auto merged_weight = lora->adapted_weight(linear->weight.to(dtype));  // [out, in]
+    auto merged_weight = lora->adapted_weight(linear->dense_weight(dtype));  // [out, in]; a quantized base dequantized
     if (lora->use_dora()) {
       // DoRA as PEFT merges it: each row of W + s B A rescaled to its trained magnitude (the bias is untouched).
       auto norm = at::linalg_vector_norm(merged_weight, 2, {1});  // [out]
       merged_weight = (lora->magnitude.to(dtype) / norm).unsqueeze(1) * merged_weight;
       ParameterEraser::erase(*linear, "lora_magnitude_vector");
     }
-    linear->weight.copy_(merged_weight);
+    if (linear->quantized) linear->set_dense(merged_weight.to(linear->weight.scalar_type()));  // QLoRA: now dense
+    else linear->weight.copy_(merged_weight);
     linear->adapter.reset();
     linear->unregister_module("lora_A");
     linear->unregister_module("lora_B");

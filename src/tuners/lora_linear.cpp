@@ -28,11 +28,11 @@ at::Tensor row_norm_without_grad(const LoraLinear& lora, const at::Tensor& weigh
 }  // namespace
 
 at::Tensor LoraLinear::weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const {
-  return row_norm_without_grad(*this, base.weight.to(dtype));
+  return row_norm_without_grad(*this, base.dense_weight(dtype));
 }
 
 at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
-  auto y = at::linear(x, base.weight, base.bias);  // [..., out]
+  auto y = base.base_forward(x);  // [..., out] (dequantizing a QLoRA base)
   auto h = x.to(lora_A->weight.scalar_type());
   const bool dropped = dropout > 0 && base.is_training();
   if (dropped) h = at::dropout(h, dropout, /*train=*/true);
@@ -43,7 +43,7 @@ at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
     if (lora.scalar_type() == y.scalar_type()) return y.add_(lora, scaling);
     return y + (lora * scaling).to(y.scalar_type());
   }
-  const at::Tensor w = base.weight.to(h.scalar_type());  // cast once: for the norm and, with dropout, x' W^T
+  const at::Tensor w = base.dense_weight(h.scalar_type());  // once: for the norm and, with dropout, x' W^T
   auto scale = magnitude / row_norm_without_grad(*this, w);  // [out]
   // x W^T, the part of the base output DoRA rescales. Without dropout it is the base output less its bias (PEFT
   // reuses it rather than recomputing); with dropout PEFT recomputes it from the dropped input, in the branch's

@@ -217,7 +217,7 @@ run resume_wrong_type 2 "$SWIFT" sft --model "$TMP/untrained" --train_type full 
 
 # 5. Errors.
 run no_data 2 "$SWIFT" sft --model "$TMP/untrained";                                   has no_data "needs --dataset" err
-run bad_type 2 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --train_type qlora
+run bad_type 2 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --train_type longlora
 run missing_file 3 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/nope.jsonl"; has missing_file "nope.jsonl" err
 run no_name 2 "$SWIFT" sft --model "$TMP/untrained" --dataset swift/self-cognition;     has no_name "--model_name" err
 run too_long 3 "$SWIFT" sft --model "$TMP/untrained" --dataset "$TMP/pt.jsonl" --max_length 3 --use_chat_template false

@@ -17,3 +17,13 @@ if ! "$py" -c 'import torch, transformers, safetensors' 2>/dev/null; then
 fi
 "$py" "$here/make_reference.py" "$out" 2>&1 | grep -v -E "Loading weights|Writing model shards" || true
 test -f "$out/manifest.json"
+# bitsandbytes (the quantization reference) into $out/bnb; the bnb parity tests skip visibly without it.
+if "$py" -c 'import bitsandbytes' 2>/dev/null; then
+  "$py" "$here/make_bnb_reference.py" "$out/bnb" 2>&1 | grep -v -E "Loading weights|Writing model shards|kernels" || true
+  test -f "$out/bnb/manifest.json"
+else
+  mkdir -p "$out/bnb"
+  echo "no bitsandbytes in $py (run scripts/setup.sh --tests)" > "$out/bnb/SKIPPED"
+  echo "bitsandbytes reference: SKIPPED"
+  if [ "${CI:-}" = "true" ]; then exit 1; fi
+fi

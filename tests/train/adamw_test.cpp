@@ -75,6 +75,52 @@ TEST(AdamW, MatchesLibTorchReferenceOverSteps) {
   EXPECT_GT(max_rel_diff(fused.w, make_params(1).w), 1e-2);
 }
 
+// ZeRO-Offload's path (the state and fp32 masters on the host, new values copied back): on the CPU the same
+// updates bit for bit for fp32 parameters; bf16 parameters keep their dtype and follow the fp32 masters; the
+// saved state resumes either way.
+TEST(AdamW, OffloadedStateGivesTheSameUpdates) {
+  Params plain = make_params(4), offloaded = make_params(4);
+  auto a = make_fused(plain, 1e-2);
+  auto b = make_fused(offloaded, 1e-2);
+  b->offload_to(c10::Device(c10::kCPU));
+  EXPECT_TRUE(b->offloaded());
+  for (int t = 0; t < 5; ++t) {
+    set_grads(plain, t);
+    set_grads(offloaded, t);
+    a->step();
+    b->step();
+  }
+  EXPECT_TRUE(at::equal(plain.w, offloaded.w));
+  EXPECT_TRUE(at::equal(plain.b, offloaded.b));
+  test::TempDir dir;
+  b->save(dir / "opt.safetensors");
+  Params resumed = make_params(4);
+  {
+    at::NoGradGuard no_grad;
+    resumed.w.copy_(offloaded.w);
+    resumed.b.copy_(offloaded.b);
+  }
+  auto c = make_fused(resumed, 1e-2);
+  c->offload_to(c10::Device(c10::kCPU));
+  c->load(dir / "opt.safetensors");
+  set_grads(plain, 5);
+  set_grads(resumed, 5);
+  a->step();
+  c->step();
+  EXPECT_TRUE(at::equal(plain.w, resumed.w));
+
+  at::Tensor half = at::randn({4, 3}).to(at::kBFloat16).requires_grad_(true);
+  train::AdamW bf16({{{{"h", half}}, 0.0}}, train::AdamWHyper{});
+  bf16.offload_to(c10::Device(c10::kCPU));
+  bf16.set_lr(1e-1);
+  const at::Tensor before = half.detach().clone();
+  half.mutable_grad() = at::ones_like(half);
+  bf16.step();
+  EXPECT_EQ(half.scalar_type(), at::kBFloat16);
+  EXPECT_FALSE(at::equal(half.detach(), before));
+  EXPECT_EQ(bf16.state_tensors().front().second.scalar_type(), at::kFloat);  // the moments of the fp32 master
+}
+
 TEST(AdamW, SkipsParametersWithoutGradient) {
   Params p = make_params(2);
   auto opt = make_fused(p, 1e-2);

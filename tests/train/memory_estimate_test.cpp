@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace swift::train {
 namespace {
 
@@ -64,6 +66,15 @@ TEST(MemoryEstimate, AdviceOnlyWhenItDoesNotFit) {
   EXPECT_NE(advice[2].find("--deepspeed zero3: the weights split too over the 8 ranks (saves 91.2 GiB)"),
             std::string::npos) << advice[2];
   EXPECT_NE(advice[3].find("--train_type lora"), std::string::npos);
+  // LoRA over a bf16 base whose decoder holds 6.5B parameters: QLoRA would keep them in ~4.13 bits.
+  auto lora_in = seven_b_full(1, 0, true);
+  lora_in.quantizable_params = 6'500'000'000;
+  lora_in.quantizable_bytes = 13'000'000'000;
+  const auto lora_advice = memory_advice(lora_in, estimate_memory(lora_in), 1e9, /*lora=*/true);
+  ASSERT_FALSE(lora_advice.empty());
+  EXPECT_TRUE(std::any_of(lora_advice.begin(), lora_advice.end(), [](const std::string& a) {
+    return a.find("--train_type qlora: the frozen decoder weights in 4 bits (saves about 9.0 GiB)") != std::string::npos;
+  })) << lora_advice.front();
   const std::string text = describe_estimate(in, e, 80.0 * (1ll << 30), "GPU memory", false);
   EXPECT_NE(text.find("of 80.0 GiB GPU memory"), std::string::npos) << text;
   EXPECT_NE(text.find("will likely not fit"), std::string::npos) << text;

@@ -47,6 +47,12 @@ class SafetensorsFile {
   // calls for one name alias the same private pages: an in-place edit through one shows through the other.
   at::Tensor get(const std::string& name) const;
 
+  // Gives the resident pages of `name`'s bytes back to the kernel (they count in the process's memory once
+  // read): after loading a tensor whose get() result is no longer used, reading many large tensors one by one
+  // then holds one at a time. Whole pages inside the tensor only; a later get() reads the file again. Only once
+  // no tensor from get(name) is alive: the mapping is private, and edits made through such a tensor would be lost.
+  void release(const std::string& name) const;
+
   // The data buffer (after the header) inside the mapping; tensors that alias the file point into it.
   const uint8_t* buffer_data() const { return data_; }
   uint64_t buffer_size() const { return data_size_; }

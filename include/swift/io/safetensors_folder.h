@@ -26,6 +26,7 @@ class SafetensorsFolder {
   bool contains(const std::string& name) const { return where_.count(name) > 0; }
   const TensorEntry& entry(const std::string& name) const;
   at::Tensor get(const std::string& name) const;
+  void release(const std::string& name) const;  // SafetensorsFile::release
   const std::filesystem::path& file_of(const std::string& name) const;
 
  private:

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "swift/model/decoder.h"
+#include "swift/quant/quant_config.h"
 
 namespace swift::model {
 
@@ -22,19 +23,28 @@ struct LoadOptions {
   // folder is an error.
   std::string init_strategy;
   uint64_t seed = 42;
+  // Quantize the decoder layers' Linear weights with bitsandbytes' formats as they are read (--quant_method bnb).
+  // A folder saved quantized (config.json quantization_config) loads quantized whatever this says.
+  std::optional<quant::QuantConfig> quantize;
 };
 
 // Builds the model from `dir`/config.json and fills it from the folder's safetensors: every parameter must be
 // present with its shape (tensors are cast to the target dtype). Missing, unexpected or misshapen tensors are
-// a DataError listing them. A tied lm_head.weight in the checkpoint is accepted and ignored.
+// a DataError listing them. A tied lm_head.weight in the checkpoint is accepted and ignored. Quantized layers
+// (options.quantize, or a bitsandbytes folder) never hold a full-precision copy on the device: the model is
+// built on the CPU, whose untouched allocations cost no memory, each weight is quantized on the device as it is
+// read, and the rest moves there after.
 CausalLM load_model(const std::filesystem::path& dir, const LoadOptions& options = {});
 
 struct SaveOptions {
   uint64_t max_shard_bytes = 5000000000ULL;  // --max_shard_size, default 5GB as transformers
   std::optional<c10::ScalarType> dtype;      // cast on save; default the weights' dtype
+  // quantization_config for a model quantized in memory (loading records it in the model's config already).
+  std::optional<quant::QuantConfig> quantization;
 };
 
 // Writes config.json (torch_dtype updated), the weights (sharded past max_shard_bytes) into `dir`, atomically
+// (quantized layers as transformers saves bitsandbytes layers, with quantization_config in config.json)
 // (a temporary sibling renamed over `dir`). Files of `copy_from` that a model folder carries besides weights
 // and config (tokenizer files, generation_config.json, chat template, licences) are copied along.
 void save_model(CausalLM& model, const std::filesystem::path& dir, const SaveOptions& options = {},

@@ -15,6 +15,7 @@
 
 #include "swift/model/kv_cache.h"
 #include "swift/model/model_config.h"
+#include "swift/model/quantized_weight.h"
 #include "swift/model/rope.h"
 
 namespace swift::model {
@@ -34,9 +35,24 @@ class LinearImpl : public torch::nn::Module {
  public:
   LinearImpl(int64_t in_features, int64_t out_features, bool bias, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);  // x: [..., in] -> [..., out]; the adapter's output when set
-  at::Tensor weight;  // [out, in]
+  // x W^T + b without the adapter: from `weight`, or from the quantized weight when there is one.
+  at::Tensor base_forward(const at::Tensor& x);
+  // W [out, in] in `dtype`: `weight` cast, or the quantized weight dequantized.
+  at::Tensor dense_weight(c10::ScalarType dtype) const;
+  // Keeps `q` instead of `weight`, whose values are freed (it stays registered, empty, so names do not change).
+  // A null `q` with a dense weight given turns the layer back into a plain one (merging).
+  void set_quantized(std::shared_ptr<QuantizedWeight> q);
+  void set_dense(const at::Tensor& dense_weight);
+  int64_t in_features() const { return in_features_; }
+  int64_t out_features() const { return out_features_; }
+
+  at::Tensor weight;  // [out, in]; empty when quantized
   at::Tensor bias;    // [out] or undefined
   std::shared_ptr<LinearAdapter> adapter;  // set by swift::tuners; null: plain x W^T + b
+  std::shared_ptr<QuantizedWeight> quantized;  // set by swift::quant; null: `weight` holds the values
+
+ private:
+  int64_t in_features_, out_features_;
 };
 TORCH_MODULE(Linear);
 

@@ -6,7 +6,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <c10/core/Device.h>
+
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -32,6 +35,12 @@ class AdamW {
 
   // One update from each parameter's .grad (parameters without a gradient are skipped, as PyTorch does).
   void step();
+  // ZeRO-Offload (--deepspeed *_offload on a GPU): the moments and an fp32 master copy of each parameter live on
+  // `host`; each step copies the gradients there, updates the masters, and copies the new values back into the
+  // parameters. Call before the first step or load. The saved state is the same either way.
+  void offload_to(c10::Device host);
+  bool offloaded() const { return offload_.has_value(); }
+
   // Drops the gradients (set_to_none, as the Trainer), so the next backward allocates fresh ones.
   void zero_grad();
 
@@ -53,6 +62,7 @@ class AdamW {
   struct Slot {
     std::string name;
     at::Tensor param, exp_avg, exp_avg_sq, step;  // step: 1-element fp32, as the fused kernel wants
+    at::Tensor master;                            // offloaded: the fp32 copy the update runs on
     double weight_decay = 0.0;
   };
   void init_state(Slot& slot) const;
@@ -60,6 +70,7 @@ class AdamW {
   std::vector<Slot> slots_;
   AdamWHyper hyper_;
   double lr_ = 0.0;
+  std::optional<c10::Device> offload_;
 };
 
 // The L2 norm of all the parameters' gradients together (what clip_grad_norm_ measures), without clipping:

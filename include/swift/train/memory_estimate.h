@@ -22,6 +22,11 @@ struct MemoryInputs {
   int zero_stage = 0;
   int world_size = 1;
   int64_t bucket_bytes = 25ll << 20;  // the gradient exchange's bucket (ZeRO-2 holds about two of them)
+  // The decoder layers' linear weights held in full precision: what 4-bit QLoRA would store in ~4.13 bits each
+  // (0 when they are quantized already).
+  int64_t quantizable_bytes = 0;
+  bool optimizer_offloaded = false;  // ZeRO-Offload: the AdamW state (and fp32 masters) in CPU RAM, not on the GPU
+  int64_t quantizable_params = 0;
   bool gradient_checkpointing = true;
 };
 
