@@ -254,3 +254,35 @@ TEST(QuantizedCuda, DequantizeOnTheGpuEqualsTheCpu) {
 
 }  // namespace
 }  // namespace swift::quant
+
+namespace swift::quant {
+namespace {
+
+// --bnb_4bit_quant_storage: the packed bytes stored as another dtype (bitsandbytes' option for FSDP) save, load
+// and compute the same; a weight whose bytes do not fill whole elements of it is a clear error.
+TEST(QuantizedModel, QuantStorageDtypeRoundTrips) {
+  torch::NoGradGuard no_grad;
+  test::TempDir dir;
+  io::write_json_file(dir / "config.json", test::tiny_config("llama"));
+  model::LoadOptions options;
+  options.init_strategy = "normal";
+  QuantConfig config;
+  config.four_bit.storage = at::kBFloat16;
+  options.quantize = config;
+  auto model = model::load_model(dir.path(), options);
+  model::save_model(model, dir / "saved");
+  const auto folder = io::SafetensorsFolder::open(dir / "saved");
+  const at::Tensor packed = folder.get("model.layers.0.mlp.up_proj.weight");
+  EXPECT_EQ(packed.scalar_type(), at::kBFloat16);
+  EXPECT_EQ(packed.numel() * 2, 96 * 64 / 2);  // 4 bits per value in 2-byte elements
+  auto again = model::load_model(dir / "saved");
+  model::ForwardArgs args;
+  args.input_ids = at::arange(0, 8, at::kLong).view({1, 8});
+  EXPECT_TRUE(at::equal(model->forward(args), again->forward(args)));
+  FourBitOptions odd;
+  odd.storage = at::kFloat;
+  EXPECT_THROW(quantize_4bit(at::ones({1, 66}), odd), UsageError);  // 33 bytes: not whole float32 elements
+}
+
+}  // namespace
+}  // namespace swift::quant
