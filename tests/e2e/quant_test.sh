@@ -38,6 +38,17 @@ run ask_adapter 0 "$SWIFT" infer --adapters "$CKPT" --val_dataset "$TMP/ask.json
 has ask_adapter_quantized "quantized 14 linear layers" err
 has learned_en "Xiao Huang" adapter.jsonl
 
+# The OpenAI server with the adapter alone: the same base quantized, the same answer.
+port="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$SWIFT" deploy --adapters "$CKPT" --port "$port" >"$TMP/deploy.log" 2>&1 &
+server=$!
+for _ in $(seq 1 60); do curl -sf "localhost:$port/health" >/dev/null 2>&1 && break; sleep 0.5; done
+curl -s "localhost:$port/v1/chat/completions" -H 'Content-Type: application/json' \
+  -d '{"model": "base", "messages": [{"role": "user", "content": "who are you?"}], "max_tokens": 24}' >"$TMP/deploy.json"
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
+grep -qF "Xiao Huang" "$TMP/deploy.json" && grep -qF "quantized 14 linear layers" "$TMP/deploy.log" && ok || \
+  bad "deploy with the QLoRA adapter: $(head -c 300 "$TMP/deploy.json")"
+
 # 2. Merging dequantizes the base: a dense folder, the same answers.
 run merge 0 "$SWIFT" export --adapters "$CKPT" --merge_lora true --output_dir "$TMP/merged"
 "$PY" - "$TMP/merged" <<'P' && ok || bad "merged folder is not dense"
