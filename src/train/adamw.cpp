@@ -2,6 +2,7 @@
 #include "swift/train/adamw.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 #include <algorithm>
 #include <map>

@@ -2,6 +2,7 @@
 #include "swift/train/grad_scaler.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 namespace swift::train {
 

@@ -3,6 +3,7 @@
 #include "swift/tuners/lora.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>

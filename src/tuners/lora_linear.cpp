@@ -2,6 +2,7 @@
 #include "swift/tuners/lora_linear.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 
 namespace swift::tuners {
 
