@@ -95,15 +95,14 @@ void load_quantized_linears(model::CausalLM& model, const io::SafetensorsFolder&
       folder.release(key);  // the file's pages of this weight: one weight resident at a time, not all of them
     }
     linear->set_quantized(std::move(q));
-    if (prequantized && !device.is_cpu())  // copied to the device; on the CPU the tensors alias the file
-      for (const auto& name : folder.names())
-        if (name.rfind(prefix, 0) == 0 && name != prefix + "bias") folder.release(name);
-    used.insert(key);
-    for (const char* suffix : {".absmax", ".quant_map", ".nested_absmax", ".nested_quant_map",
-                               ".quant_state.bitsandbytes__nf4", ".quant_state.bitsandbytes__fp4"})
-      used.insert(key + suffix);
-    used.insert(prefix + "SCB");
-    used.insert(prefix + "weight_format");
+    // The layer's keys are consumed; a saved layer's pieces, copied to the device, need not stay resident (on the
+    // CPU the tensors alias the file, and are kept).
+    for (const std::string& name : {key, key + ".absmax", key + ".quant_map", key + ".nested_absmax",
+                                    key + ".nested_quant_map", key + ".quant_state.bitsandbytes__nf4",
+                                    key + ".quant_state.bitsandbytes__fp4", prefix + "SCB", prefix + "weight_format"}) {
+      used.insert(name);
+      if (prequantized && !device.is_cpu() && folder.contains(name)) folder.release(name);
+    }
   }
 }
 
