@@ -89,7 +89,12 @@ at::Tensor GradientSync::flat_grads(const std::vector<size_t>& params) const {
 
 void GradientSync::set_owners(const std::vector<int>& owners) {
   SWIFT_ASSERT(owners.size() == params_.size(), "one owner per parameter");
-  owners_ = owners;
+  bucket_owners_.assign(buckets_.size(), {});
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    std::map<int, std::vector<size_t>> by_owner;
+    for (size_t i : buckets_[b]) by_owner[owners[i]].push_back(i);
+    for (auto& [owner, members] : by_owner) bucket_owners_[b].emplace_back(owner, std::move(members));
+  }
   owner_buckets_.clear();
   for (int rank = 0; rank < group_.world_size(); ++rank) {
     std::vector<size_t> mine;
@@ -117,7 +122,7 @@ void GradientSync::overlap_next_backward(Exchange exchange) {
 }
 
 void GradientSync::arm(Exchange exchange) {
-  SWIFT_ASSERT(exchange == Exchange::kAllReduce || owners_.size() == params_.size(), "reduce to owners needs owners");
+  SWIFT_ASSERT(exchange == Exchange::kAllReduce || bucket_owners_.size() == buckets_.size(), "reduce to owners needs owners");
   armed_ = true;
   exchange_ = exchange;
   final_.assign(params_.size(), false);
@@ -153,25 +158,22 @@ void GradientSync::start_bucket(size_t b) {
   c10::NoGradGuard no_grad;
   while (in_flight_.size() >= 2) finish_oldest();
   InFlight f;
-  f.bucket = b;
   if (exchange_ == Exchange::kAllReduce) {
     f.roots = {-1};
-    f.members = {buckets_[b]};
+    f.members = {&buckets_[b]};
   } else {  // one reduce per owner, in rank order
-    std::map<int, std::vector<size_t>> by_owner;
-    for (size_t i : buckets_[b]) by_owner[owners_[i]].push_back(i);
-    for (auto& [owner, members] : by_owner) {
+    for (const auto& [owner, members] : bucket_owners_[b]) {
       f.roots.push_back(owner);
-      f.members.push_back(std::move(members));
+      f.members.push_back(&members);
     }
   }
   for (size_t k = 0; k < f.roots.size(); ++k) {
-    f.flat.push_back(flat_grads(f.members[k]));
+    f.flat.push_back(flat_grads(*f.members[k]));
     const int root = f.roots[k];
     f.pending.push_back(root < 0 ? group_.start_all_reduce_sum(f.flat.back())
                                  : group_.start_reduce_sum(f.flat.back(), root));
     if (root >= 0 && root != group_.rank())  // copied into the collective's buffer: not ours to keep
-      for (size_t i : f.members[k]) params_[i].mutable_grad().reset();
+      for (size_t i : *f.members[k]) params_[i].mutable_grad().reset();
   }
   in_flight_.push_back(std::move(f));
 }
@@ -185,7 +187,7 @@ void GradientSync::finish_oldest() {
     f.pending[k].wait();
     if (f.roots[k] >= 0 && f.roots[k] != group_.rank()) continue;
     const at::Tensor& flat = f.flat[k];
-    const auto& members = f.members[k];
+    const auto& members = *f.members[k];
     // For each parameter, whether any rank had a gradient (one copy to the host per bucket).
     const at::Tensor has = flat.narrow(0, flat.numel() - static_cast<int64_t>(members.size()),
                                        static_cast<int64_t>(members.size())).to(at::kCPU, at::kDouble);

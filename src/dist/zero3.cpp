@@ -50,7 +50,7 @@ std::vector<const void*> Zero3Sharding::signature(const std::vector<at::Tensor>&
 // Each (owner, dtype) group's values in one flat tensor, broadcast from the owner; the owner sends a copy.
 Zero3Sharding::InFlight Zero3Sharding::start_gather(const std::vector<at::Tensor>& params) {
   c10::NoGradGuard no_grad;
-  InFlight out{params, groups_of(params), {}, {}};
+  InFlight out{params, signature(params), groups_of(params), {}, {}};
   for (const auto& g : out.groups) {
     at::Tensor flat;
     if (g.owner == group_.rank()) {
@@ -95,7 +95,7 @@ void Zero3Sharding::drop_prefetch() {
 void Zero3Sharding::gather(const std::vector<at::Tensor>& params) {
   ++gathers_;
   const auto wanted = signature(params);
-  if (prefetch_ && signature(prefetch_->params) == wanted) {
+  if (prefetch_ && prefetch_->signature == wanted) {
     finish_gather(*prefetch_);
     prefetch_.reset();
     ++prefetched_gathers_;
@@ -106,8 +106,9 @@ void Zero3Sharding::gather(const std::vector<at::Tensor>& params) {
   }
   if (trace_mode_ == Trace::kRecording) {
     trace_.push_back(params);
+    trace_signatures_.push_back(wanted);
   } else if (trace_mode_ == Trace::kReplaying) {
-    if (cursor_ < trace_.size() && signature(trace_[cursor_]) == wanted) {
+    if (cursor_ < trace_.size() && trace_signatures_[cursor_] == wanted) {
       ++cursor_;
       if (cursor_ < trace_.size()) prefetch_ = start_gather(trace_[cursor_]);
     } else {

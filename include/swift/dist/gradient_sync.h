@@ -63,9 +63,8 @@ class GradientSync {
 
  private:
   struct InFlight {  // one bucket's collectives: per owner (kReduceToOwners) or one (kAllReduce)
-    size_t bucket;
     std::vector<int> roots;  // -1: all-reduce
-    std::vector<std::vector<size_t>> members;
+    std::vector<const std::vector<size_t>*> members;  // into buckets_ / bucket_owners_ (fixed after set_owners)
     std::vector<at::Tensor> flat;
     std::vector<PendingCollective> pending;
   };
@@ -87,7 +86,8 @@ class GradientSync {
   int64_t bucket_bytes_;
   std::vector<std::vector<size_t>> buckets_;  // parameter indices, reverse order; one dtype and device each
   std::vector<size_t> bucket_of_;             // parameter -> its bucket
-  std::vector<int> owners_;                   // ZeRO: parameter -> owning rank
+  // ZeRO: each bucket's parameters grouped by owner, in rank order (one reduce each); empty without owners.
+  std::vector<std::vector<std::pair<int, std::vector<size_t>>>> bucket_owners_;
   std::vector<std::pair<int, std::vector<size_t>>> owner_buckets_;  // (owner, bucket) for broadcast_from_owners
 
   struct Hooks;  // the accumulators the hooks hang on (their type differs between LibTorch versions)

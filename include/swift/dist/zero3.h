@@ -52,6 +52,7 @@ class Zero3Sharding : public model::ParamSharding {
   };
   struct InFlight {  // one gather's broadcasts, started
     std::vector<at::Tensor> params;
+    std::vector<const void*> signature;  // which gather this is
     std::vector<Group> groups;
     std::vector<at::Tensor> flat;  // per group
     std::vector<PendingCollective> pending;
@@ -74,6 +75,7 @@ class Zero3Sharding : public model::ParamSharding {
   enum class Trace { kNone, kRecording, kReplaying };
   Trace trace_mode_ = Trace::kNone;
   std::vector<std::vector<at::Tensor>> trace_;  // the gathers of one micro-batch, in order
+  std::vector<std::vector<const void*>> trace_signatures_;  // and their signatures
   size_t cursor_ = 0;                           // replaying: the position of the next expected gather
   std::optional<InFlight> prefetch_;            // the next expected gather, started
   int64_t gathers_ = 0, prefetched_gathers_ = 0;
