@@ -20,7 +20,7 @@
 namespace {
 
 // Commands that train: `NPROC_PER_NODE=N swift sft ...` turns this process into the launcher of N ranks.
-const std::set<std::string> kLaunchableCommands = {"sft", "pt"};
+const std::set<std::string> kLaunchableCommands = {"sft", "pt", "rlhf"};
 
 void print_usage() {
   std::cout << "swift " << SWIFT_VERSION << ": native LLM fine-tuning toolkit (ms-swift command lines, LibTorch)\n\n"

@@ -2,6 +2,7 @@
 // arithmetic.
 #include "swift/data/builtin_datasets.h"
 
+#include <algorithm>
 #include <random>
 
 #include "swift/core/error.h"
@@ -84,6 +85,23 @@ std::vector<json> self_cognition(const BuiltinOptions& o) {
   return rows;
 }
 
+// swift/self-cognition as preference pairs: each answer with the given identity chosen, the same answer claiming
+// to be ChatGPT by OpenAI (what models trained on web text often say of themselves) rejected.
+std::vector<json> self_cognition_preference(const BuiltinOptions& o) {
+  std::vector<json> rows = self_cognition(o);
+  BuiltinOptions other = o;
+  other.model_name = {"ChatGPT"};
+  other.model_author = {"OpenAI"};
+  const std::vector<json> wrong = self_cognition(other);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (wrong[i]["messages"] == rows[i]["messages"]) continue;  // an answer that names neither
+    rows[i]["rejected_messages"] = wrong[i]["messages"];
+  }
+  rows.erase(std::remove_if(rows.begin(), rows.end(), [](const json& r) { return !r.contains("rejected_messages"); }),
+             rows.end());
+  return rows;
+}
+
 std::vector<json> arithmetic(uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<int> digit(0, 49);
@@ -98,15 +116,44 @@ std::vector<json> arithmetic(uint64_t seed) {
   return rows;
 }
 
+// Sums and differences of single digits, each row with the right answer chosen and a near miss (off by 1 to 3,
+// never negative) rejected: a preference whose direction anyone can check and that a tiny model can learn (it
+// can memorise the 155 facts where two-digit arithmetic is beyond it), so alignment can be seen working.
+std::vector<json> arithmetic_preference(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> digit(0, 9), miss(1, 3);
+  std::vector<json> rows;
+  for (int i = 0; i < 1000; ++i) {
+    const int a = digit(rng), b = digit(rng);
+    const bool add = (i % 2) == 0;
+    const int x = add ? a : std::max(a, b), y = add ? b : std::min(a, b);
+    const int right = add ? x + y : x - y, off = miss(rng);
+    const int wrong = (rng() % 2 == 0 || right - off < 0) ? right + off : right - off;
+    json row = qa_row(std::to_string(x) + (add ? " + " : " - ") + std::to_string(y) + " =", std::to_string(right));
+    json rejected = row["messages"];
+    rejected[1]["content"] = std::to_string(wrong);
+    row["rejected_messages"] = rejected;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 }  // namespace
 
-bool is_builtin_dataset(const std::string& name) { return name == "swift/self-cognition" || name == "swift/arithmetic"; }
+bool is_builtin_dataset(const std::string& name) {
+  return name == "swift/self-cognition" || name == "swift/arithmetic" || name == "swift/self-cognition-preference" ||
+         name == "swift/arithmetic-preference";
+}
 
-std::string builtin_dataset_names() { return "swift/self-cognition, swift/arithmetic"; }
+std::string builtin_dataset_names() {
+  return "swift/self-cognition, swift/arithmetic, swift/self-cognition-preference, swift/arithmetic-preference";
+}
 
 std::vector<json> builtin_dataset(const std::string& name, const BuiltinOptions& options) {
   if (name == "swift/self-cognition") return self_cognition(options);
   if (name == "swift/arithmetic") return arithmetic(options.seed);
+  if (name == "swift/self-cognition-preference") return self_cognition_preference(options);
+  if (name == "swift/arithmetic-preference") return arithmetic_preference(options.seed);
   throw UsageError("no built-in dataset " + name, "built-in datasets: " + builtin_dataset_names());
 }
 

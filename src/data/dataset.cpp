@@ -283,7 +283,73 @@ std::vector<json> read_rows(const fs::path& path) {
   return rows;
 }
 
+namespace {
+
+// A chosen/rejected side of a preference row: a reply (text) or messages (a list; with a prompt column, the
+// replies that follow it).
+json preference_side(const json& v, const std::string& where, const std::string& what) {
+  if (v.is_array())
+    return normalise_messages(v, json::object(), where + " \"" + what + "\"");
+  return json::array({message("assistant", text_of(v, where, what))});
+}
+
+// The widespread prompt/chosen/rejected layout (TRL's preference datasets, UltraFeedback, HH-RLHF): the prompt
+// is text or messages, or absent when chosen and rejected are whole conversations. -> messages (the chosen
+// conversation) + rejected_messages.
+json normalise_chosen_rejected(const json& row, const std::string& where) {
+  json prompt = json::array();
+  if (const json* s = find_column(row, {"system", "system_prompt"})) prompt.push_back(message("system", text_of(*s, where, "system")));
+  if (const json* p = find_column(row, {"prompt", "query", "question"})) {
+    if (p->is_array()) {
+      for (auto& m : normalise_messages(*p, json::object(), where + " \"prompt\"")) prompt.push_back(m);
+    } else {
+      prompt.push_back(message("user", text_of(*p, where, "prompt")));
+    }
+  }
+  json out = row;
+  for (const char* k : {"prompt", "query", "question", "chosen", "rejected", "system", "system_prompt"}) out.erase(k);
+  json chosen = prompt, rejected = prompt;
+  for (auto& m : preference_side(*find_column(row, {"chosen"}), where, "chosen")) chosen.push_back(m);
+  for (auto& m : preference_side(*find_column(row, {"rejected"}), where, "rejected")) rejected.push_back(m);
+  out["messages"] = chosen;
+  out["rejected_messages"] = rejected;
+  return out;
+}
+
+// ms-swift's rejected_response (a reply, or assistant/tool messages): the chosen conversation up to its last
+// user or tool turn, then the rejected reply. -> rejected_messages.
+void normalise_rejected(json& out, const std::string& where) {
+  if (out.contains("rejected_messages") && !out["rejected_messages"].is_null()) {
+    out["rejected_messages"] = normalise_messages(out["rejected_messages"], json::object(), where + " \"rejected_messages\"");
+  } else if (out.contains("rejected_response") && !out["rejected_response"].is_null()) {
+    const json& messages = out["messages"];
+    size_t prompt_end = 0;  // one past the last user/tool message
+    for (size_t i = 0; i < messages.size(); ++i)
+      if (messages[i]["role"] == "user" || messages[i]["role"] == "tool") prompt_end = i + 1;
+    SWIFT_CHECK(prompt_end > 0, DataError, where + ": \"rejected_response\" needs a user turn before it",
+                "give the prompt in \"messages\" (or \"query\")");
+    json rejected(messages.begin(), messages.begin() + static_cast<long>(prompt_end));
+    for (auto& m : preference_side(out["rejected_response"], where, "rejected_response")) rejected.push_back(m);
+    out["rejected_messages"] = rejected;
+  } else {
+    out.erase("rejected_messages");
+    out.erase("rejected_response");
+    return;
+  }
+  out.erase("rejected_response");
+  SWIFT_CHECK(out["rejected_messages"] != out["messages"], DataError,
+              where + ": the rejected response is the same as the chosen one", "a preference pair needs two different replies");
+}
+
+}  // namespace
+
 json normalise_row(const json& row, const std::string& where) {
+  if (find_column(row, {"chosen"}) && find_column(row, {"rejected"}) &&
+      !find_column(row, {"messages", "conversation", "conversations"})) {
+    json out = normalise_chosen_rejected(row, where);
+    normalise_rejected(out, where);
+    return out;
+  }
   json out = row;
   std::string key;
   json messages;
@@ -298,6 +364,7 @@ json normalise_row(const json& row, const std::string& where) {
   }
   for (const char* k : {"system", "system_prompt"}) out.erase(k);
   out["messages"] = messages;
+  normalise_rejected(out, where);
   return out;
 }
 

@@ -176,7 +176,10 @@ at::Tensor build_mask(int64_t past, int64_t T, int64_t window, const at::Tensor&
     const int64_t B = segments.size(0);
     allowed = allowed.logical_and(segments.view({B, 1, T, 1}).eq(segments.view({B, 1, 1, S})));
   }
-  return allowed.logical_or(k_pos.eq(q_pos).view({1, 1, T, S}));
+  // A query with no key left (a left pad) attends to itself, so its softmax stays finite. Other pad queries see
+  // the real keys before them only, as transformers' masks: their outputs then match (TRL logs logits there).
+  const auto diagonal = k_pos.eq(q_pos).view({1, 1, T, S});
+  return allowed.logical_or(diagonal.logical_and(allowed.any(-1, /*keepdim=*/true).logical_not()));
 }
 }  // namespace
 
@@ -247,6 +250,13 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
   return lm_head ? lm_head(hidden) : at::linear(hidden, model->embed_tokens->weight);
+}
+
+at::Tensor CausalLMImpl::vocab_mean_logits(const at::Tensor& hidden) {
+  at::Tensor w = lm_head ? lm_head->dense_weight(at::kFloat) : model->embed_tokens->weight.to(at::kFloat);
+  at::Tensor out = at::matmul(hidden.to(at::kFloat), w.mean(0));
+  if (lm_head && lm_head->bias.defined()) out = out + lm_head->bias.to(at::kFloat).mean();
+  return out;
 }
 
 void KVCache::select_rows(const at::Tensor& rows) {

@@ -7,6 +7,8 @@ const std::vector<Command>& commands() {
   static const std::vector<Command> table = {
       {"sft", "Supervised fine-tuning, full or LoRA, on chat data (ms-swift's command line).", sft_flags, run_sft},
       {"pt", "Pretraining / continued pretraining on plain text, loss on every token.", pt_flags, run_pt},
+      {"rlhf", "Preference alignment on chosen/rejected pairs: DPO, CPO, SimPO, ORPO (LoRA, QLoRA or full).",
+       rlhf_flags, run_rlhf},
       {"infer", "Chat with a model, or answer every row of --val_dataset into a JSONL file.", infer_flags, run_infer},
       {"export", "Write a model as a Hugging Face folder: re-shard, cast dtype, or initialise from config.json.",
        export_flags, run_export},

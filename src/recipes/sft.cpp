@@ -36,6 +36,7 @@
 #include "swift/quant/quantized_linear.h"
 #include "swift/recipes/quant_flags.h"
 #include "swift/recipes/commands.h"
+#include "swift/recipes/trainer.h"
 #include "swift/template/message.h"
 #include "swift/template/select.h"
 #include "swift/template/template.h"
@@ -62,8 +63,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace swift::recipes {
-
-namespace {
 
 std::vector<cli::FlagSpec> train_flags(bool pretrain) {
   using cli::FlagType;
@@ -137,6 +136,8 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
   return flags;
 }
 
+namespace {
+
 // The model inputs of a training batch. Rows are right-padded, so causal attention alone already keeps every
 // real token from seeing a pad (pads come after it); the padding mask is left out, which lets attention run
 // its fused causal kernel instead of a masked one. Pad positions compute garbage that no label reads.
@@ -150,6 +151,66 @@ model::ForwardArgs forward_args(const train::Batch& b, c10::Device device) {
   }
   return fa;
 }
+
+// sft and pt: the causal LM loss, a token mean over every label token of the step; logged with token_acc.
+class CausalLmObjective : public TrainingObjective {
+ public:
+  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
+    return train::collate(items, pad_id);
+  }
+  double units(const train::Batch& batch) const override { return static_cast<double>(batch.label_tokens); }
+  std::vector<std::string> metric_names() const override { return {"loss", "token_acc"}; }
+  MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
+    auto sums = train::causal_lm_loss_sums_from_hidden(policy->forward_hidden(forward_args(batch, policy->device())),
+                                                       batch.labels,
+                                                       [&](const at::Tensor& h) { return policy->logits(h); });
+    const auto tokens = static_cast<double>(sums.tokens);
+    return {sums.loss_sum,
+            {{"loss", sums.loss_sum.item<double>(), tokens}, {"token_acc", static_cast<double>(sums.correct), tokens}}};
+  }
+};
+
+// Sums of the logged metrics over a window of micro-batches. The names are fixed up front, so every rank
+// reduces the same values even when it had no micro-batch of its own.
+class MetricWindow {
+ public:
+  explicit MetricWindow(const std::vector<std::string>& names) {
+    for (const auto& n : names) sums_.push_back({n, 0.0, 0.0});
+  }
+  void add(const std::vector<MetricSum>& metrics) {
+    for (const auto& m : metrics) {
+      auto it = std::find_if(sums_.begin(), sums_.end(), [&](const MetricSum& s) { return s.name == m.name; });
+      TORCH_CHECK(it != sums_.end(), "metric ", m.name, " is not among the objective's metric_names()");
+      it->numerator += m.numerator;
+      it->denominator += m.denominator;
+    }
+  }
+  // Summed over the ranks.
+  void reduce(dist::ProcessGroup& group) {
+    std::vector<double> flat;
+    for (const auto& m : sums_) {
+      flat.push_back(m.numerator);
+      flat.push_back(m.denominator);
+    }
+    flat = group.sum(flat);
+    for (size_t i = 0; i < sums_.size(); ++i) {
+      sums_[i].numerator = flat[2 * i];
+      sums_[i].denominator = flat[2 * i + 1];
+    }
+  }
+  // name -> numerator / denominator (0 when nothing was counted), in order.
+  std::vector<std::pair<std::string, double>> values() const {
+    std::vector<std::pair<std::string, double>> out;
+    for (const auto& m : sums_) out.emplace_back(m.name, m.denominator != 0 ? m.numerator / m.denominator : 0.0);
+    return out;
+  }
+  void clear() {
+    for (auto& m : sums_) m.numerator = m.denominator = 0;
+  }
+
+ private:
+  std::vector<MetricSum> sums_;
+};
 
 // What the loop needs, built once.
 struct Job {
@@ -179,6 +240,8 @@ struct Job {
   std::unique_ptr<dist::Zero3Sharding> zero3;
   std::vector<at::Tensor> outer_params;
   int64_t full_parameter_bytes = 0, full_trainable_bytes = 0;  // before any sharding, for the held-memory log
+  model::LoadOptions load;  // how the policy was loaded
+  std::unique_ptr<TrainingObjective> objective;
   bool main_rank() const { return rank == 0; }
 };
 
@@ -215,18 +278,13 @@ std::unique_ptr<train::AdamW> make_optimizer(model::CausalLM& m, const cli::Flag
   return optimizer;
 }
 
-struct EvalResult {
-  double loss = 0, token_acc = 0;
-};
-
 // Every rank evaluates every world_size-th batch; the sums are reduced, so the result is one process's. Under
 // ZeRO-3 every rank runs the same number of forward passes (each gathers the layers together), a rank past the
 // end re-running the first batch without counting it.
-EvalResult evaluate(Job& job, int64_t batch_size) {
+std::vector<std::pair<std::string, double>> evaluate(Job& job, int64_t batch_size) {
   torch::NoGradGuard no_grad;
   job.model->eval();
-  double loss = 0;
-  int64_t tokens = 0, correct = 0;
+  MetricWindow window(job.objective->metric_names());
   const size_t bs = static_cast<size_t>(batch_size), world = static_cast<size_t>(job.world_size);
   const size_t batches = (job.val.size() + bs - 1) / bs;
   const size_t rounds = job.zero3 ? (batches + world - 1) / world : 0;
@@ -236,25 +294,15 @@ EvalResult evaluate(Job& job, int64_t batch_size) {
     const size_t start = stand_in ? 0 : b * bs;
     std::vector<const train::Example*> items;
     for (size_t i = start; i < std::min(job.val.size(), start + bs); ++i) items.push_back(&job.val[i]);
-    auto batch = train::collate(items, job.pad_id);
-    const model::ForwardArgs args = forward_args(batch, job.model->device());
+    const auto batch = job.objective->collate(items, job.pad_id);
     model::AutocastScope autocast(job.model->device().type(), job.autocast);
-    auto sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(args), batch.labels,
-                                                       [&](const at::Tensor& h) { return job.model->logits(h); });
-    if (stand_in) continue;
-    loss += sums.loss_sum.item<double>();
-    tokens += sums.tokens;
-    correct += sums.correct;
+    auto result = job.objective->compute(job.model, batch);
+    if (!stand_in) window.add(result.metrics);
   }
   if (job.zero3) job.zero3->release(job.outer_params);
   job.model->train();
-  if (job.group) {
-    const auto total = job.group->sum({loss, static_cast<double>(tokens), static_cast<double>(correct)});
-    loss = total[0];
-    tokens = std::llround(total[1]);
-    correct = std::llround(total[2]);
-  }
-  return {tokens ? loss / tokens : 0.0, tokens ? static_cast<double>(correct) / tokens : 0.0};
+  if (job.group) window.reduce(*job.group);
+  return window.values();
 }
 
 // Before the first step: what this rank will need against what its device has, and what to change if it will
@@ -512,6 +560,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   }
   // A full checkpoint is a complete model folder: its weights replace --model's.
   job.model = model::load_model(!resume.empty() && !job.lora ? resume : job.model_dir, load);
+  job.load = load;
   if (!job.quantization && quant::quantized_bytes(job.model).second > 0) {  // a folder saved quantized (*-bnb-4bit)
     SWIFT_CHECK(job.lora, UsageError,
                 job.model_dir.string() + " is saved quantized (bitsandbytes): its quantized weights cannot be trained",
@@ -702,9 +751,11 @@ struct ShardingInstalled {
   ShardingInstalled& operator=(const ShardingInstalled&) = delete;
 };
 
-int run_training(const std::vector<std::string>& args, bool pretrain) {
-  const std::string command = pretrain ? "pt" : "sft";
-  const auto flags = cli::parse_flags(command, train_flags(pretrain), args);
+}  // namespace
+
+int run_training(const std::string& command, const std::vector<cli::FlagSpec>& specs,
+                 const std::vector<std::string>& args, bool pretrain, const ObjectiveFactory& make_objective) {
+  const auto flags = cli::parse_flags(command, specs, args);
   auto setup = apply_common_flags(flags);
   // Several ranks: connect first (a rendezvous problem shows before minutes of loading); on CUDA each rank
   // takes the GPU of its LOCAL_RANK.
@@ -747,6 +798,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
               "for their recomputation in backward)",
               "drop --gradient_checkpointing false");
   job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
+  job.objective = make_objective(ObjectiveContext{flags, job.model, job.lora, job.model_dir, job.load, job.zero.stage});
 
   // Steps and schedule.
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
@@ -913,17 +965,17 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   job.model->train();
   Progress progress("train", total_steps - start_step, job.main_rank());
   const auto start = std::chrono::steady_clock::now();
-  double window_loss = 0, window_grad_norm = 0;
-  int64_t window_tokens = 0, window_correct = 0, window_steps = 0;
+  MetricWindow window(job.objective->metric_names());
+  double window_grad_norm = 0;
+  int64_t window_steps = 0;
   for (int64_t step = start_step; step < total_steps; ++step) {
-    // One optimizer step: `accumulation` micro-batches (fewer at the end of an epoch), the loss normalised by all
-    // their label tokens.
-    // With several ranks the normaliser is the label tokens of every rank's micro-batches: the summed gradients
-    // are then those of one process on the global batch.
+    // One optimizer step: `accumulation` micro-batches (fewer at the end of an epoch), the loss normalised by
+    // their units (sft: label tokens). With several ranks the normaliser counts every rank's micro-batches: the
+    // summed gradients are then those of one process on the global batch.
     std::vector<std::optional<train::Batch>> micro;  // empty where a short last batch left this rank nothing
     std::vector<bool> stand_in;  // ZeRO-3: such a rank runs another rank's first sample with weight 0 instead,
                                  // since every rank must take part in each layer's gather and reduce
-    int64_t step_tokens = 0;
+    double step_units = 0;
     const int64_t n_micro = micro_batches_in_step(step);
     for (int64_t k = 0; k < n_micro; ++k) {
       const auto global = data.next_micro_batch();
@@ -931,10 +983,10 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
       micro.emplace_back();
       stand_in.push_back(items.empty() && job.zero3);
       if (items.empty() && !job.zero3) continue;
-      micro.back() = train::collate(items.empty() ? std::vector<const train::Example*>{global.front()} : items, job.pad_id);
-      if (!stand_in.back()) step_tokens += micro.back()->label_tokens;
+      micro.back() = job.objective->collate(items.empty() ? std::vector<const train::Example*>{global.front()} : items, job.pad_id);
+      if (!stand_in.back()) step_units += job.objective->units(*micro.back());
     }
-    if (job.group) step_tokens = std::llround(job.group->sum({static_cast<double>(step_tokens)})[0]);
+    if (job.group) step_units = job.group->sum({step_units})[0];
     for (size_t k = 0; k < micro.size(); ++k) {
       // ZeRO-2 reduces after every micro-batch, so every rank takes part even without samples of its own.
       if (!micro[k]) {
@@ -946,14 +998,12 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
         job.zero3->begin_micro_batch();
         job.zero3->gather(job.outer_params);
       }
-      const model::ForwardArgs fa = forward_args(b, job.model->device());
-      train::LossSums sums;
+      MicroBatchResult result;
       {
         model::AutocastScope autocast(job.model->device().type(), job.autocast);
-        sums = train::causal_lm_loss_sums_from_hidden(job.model->forward_hidden(fa), b.labels,
-                                                      [&](const at::Tensor& h) { return job.model->logits(h); });
+        result = job.objective->compute(job.model, b);
       }
-      auto loss = sums.loss_sum / static_cast<double>(std::max<int64_t>(step_tokens, 1));
+      auto loss = result.loss / std::max(step_units, 1e-12);
       if (stand_in[k]) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
       // The gradient exchange runs inside the backward that completes it: the last micro-batch's for DDP and
       // ZeRO-1, every micro-batch's for ZeRO-2 (ZeRO-3 reduces its layers' gradients itself).
@@ -961,11 +1011,7 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
         sync->overlap_next_backward(dist::GradientSync::Exchange::kAllReduce);
       if (sync && job.zero.stage == 2) sync->overlap_next_backward(dist::GradientSync::Exchange::kReduceToOwners);
       (job.scaler ? job.scaler->scale(loss) : loss).backward();
-      if (!stand_in[k]) {
-        window_loss += sums.loss_sum.item<double>();
-        window_tokens += sums.tokens;
-        window_correct += sums.correct;
-      }
+      if (!stand_in[k]) window.add(result.metrics);
       if (job.zero.stage >= 2) sync->reduce_gradients_to_owners();
       if (job.zero3) {
         job.zero3->release(job.outer_params);
@@ -1014,47 +1060,49 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
 
     const int64_t done = step + 1;
     if (done % logging_steps == 0 || done == total_steps) {
-      if (job.group) {
-        const auto total = job.group->sum({window_loss, static_cast<double>(window_tokens), static_cast<double>(window_correct)});
-        window_loss = total[0];
-        window_tokens = std::llround(total[1]);
-        window_correct = std::llround(total[2]);
-      }
+      if (job.group) window.reduce(*job.group);
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const c10::Device device = job.model->device();
-      nlohmann::ordered_json row = {
-          {"loss", window_tokens ? window_loss / window_tokens : 0.0},
-          {"token_acc", window_tokens ? static_cast<double>(window_correct) / window_tokens : 0.0},
-          {"grad_norm", window_grad_norm / window_steps},
-          {"learning_rate", schedule.lr(step)},
-          {"memory(GiB)", train::peak_memory_gib(device.is_cuda() ? device.index() : -1)},
-          {"train_speed(iter/s)", (done - start_step) / elapsed},
-          {"epoch", static_cast<double>(done) / steps_per_epoch},
-          {"global_step/max_steps", std::to_string(done) + "/" + std::to_string(total_steps)},
-          {"percentage", 100.0 * done / total_steps},
-          {"elapsed_time", train::format_duration(elapsed)},
-          {"remaining_time", train::format_duration(elapsed / (done - start_step) * (total_steps - done))}};
+      nlohmann::ordered_json row;
+      std::vector<std::pair<std::string, double>> scalars;
+      for (const auto& [name, v] : window.values()) {
+        row[name] = v;
+        scalars.emplace_back("train/" + name, v);
+      }
+      row["grad_norm"] = window_grad_norm / window_steps;
+      row["learning_rate"] = schedule.lr(step);
+      row["memory(GiB)"] = train::peak_memory_gib(device.is_cuda() ? device.index() : -1);
+      row["train_speed(iter/s)"] = (done - start_step) / elapsed;
+      row["epoch"] = static_cast<double>(done) / steps_per_epoch;
+      row["global_step/max_steps"] = std::to_string(done) + "/" + std::to_string(total_steps);
+      row["percentage"] = 100.0 * done / total_steps;
+      row["elapsed_time"] = train::format_duration(elapsed);
+      row["remaining_time"] = train::format_duration(elapsed / (done - start_step) * (total_steps - done));
       if (log) log->write(row);
       log_info(train::format_log_row(row));
-      if (tensorboard) tensorboard->add_scalars({{"train/loss", row["loss"].get<double>()},
-                               {"train/token_acc", row["token_acc"].get<double>()},
-                               {"train/grad_norm", row["grad_norm"].get<double>()},
-                               {"train/learning_rate", row["learning_rate"].get<double>()}},
-                              done);
+      scalars.emplace_back("train/grad_norm", row["grad_norm"].get<double>());
+      scalars.emplace_back("train/learning_rate", row["learning_rate"].get<double>());
+      if (tensorboard) tensorboard->add_scalars(scalars, done);
       loss_curve.steps.push_back(static_cast<double>(done));
       loss_curve.values.push_back(row["loss"].get<double>());
-      window_loss = window_grad_norm = 0;
-      window_tokens = window_correct = window_steps = 0;
+      window.clear();
+      window_grad_norm = 0;
+      window_steps = 0;
     }
     if (!job.val.empty() && (done % eval_steps == 0 || done == total_steps)) {
-      const auto e = evaluate(job, flags.integer("per_device_eval_batch_size"));
-      nlohmann::ordered_json row = {{"eval_loss", e.loss}, {"eval_token_acc", e.token_acc},
-                                    {"global_step/max_steps", std::to_string(done) + "/" + std::to_string(total_steps)}};
+      const auto metrics = evaluate(job, flags.integer("per_device_eval_batch_size"));
+      nlohmann::ordered_json row;
+      std::vector<std::pair<std::string, double>> scalars;
+      for (const auto& [name, v] : metrics) {
+        row["eval_" + name] = v;
+        scalars.emplace_back("eval/" + name, v);
+      }
+      row["global_step/max_steps"] = std::to_string(done) + "/" + std::to_string(total_steps);
       if (log) log->write(row);
       log_info(train::format_log_row(row));
-      if (tensorboard) tensorboard->add_scalars({{"eval/loss", e.loss}, {"eval/token_acc", e.token_acc}}, done);
+      if (tensorboard) tensorboard->add_scalars(scalars, done);
       eval_curve.steps.push_back(static_cast<double>(done));
-      eval_curve.values.push_back(e.loss);
+      eval_curve.values.push_back(row["eval_loss"].get<double>());
     }
     if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
   }
@@ -1071,11 +1119,15 @@ int run_training(const std::vector<std::string>& args, bool pretrain) {
   return 0;
 }
 
-}  // namespace
-
 std::vector<cli::FlagSpec> sft_flags() { return train_flags(false); }
 std::vector<cli::FlagSpec> pt_flags() { return train_flags(true); }
-int run_sft(const std::vector<std::string>& args) { return run_training(args, false); }
-int run_pt(const std::vector<std::string>& args) { return run_training(args, true); }
+int run_sft(const std::vector<std::string>& args) {
+  return run_training("sft", train_flags(false), args, false,
+                      [](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); });
+}
+int run_pt(const std::vector<std::string>& args) {
+  return run_training("pt", train_flags(true), args, true,
+                      [](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); });
+}
 
 }  // namespace swift::recipes

@@ -21,7 +21,12 @@ TrainingTemplate training_template(const cli::Flags& flags, const tokenizer::Tok
                                    const std::filesystem::path& model_dir, const std::string& model_type) {
   templates::TemplateOptions options;
   if (flags.given("system")) options.system = flags.str("system");
-  options.loss_rule = templates::parse_loss_rule(flags.str("loss_scale"));
+  std::string loss_scale = flags.str("loss_scale");
+  if (flags.command() == "rlhf") {  // pairs; scored on the last reply unless said otherwise (orpo: every reply)
+    options.preference_pairs = true;
+    if (loss_scale.empty()) loss_scale = flags.str("rlhf_type") == "orpo" ? "default" : "last_round";
+  }
+  options.loss_rule = templates::parse_loss_rule(loss_scale);
   TrainingTemplate t;
   if (!flags.boolean("use_chat_template")) {
     t.chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), tokenizer, options);

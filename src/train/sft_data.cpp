@@ -38,24 +38,52 @@ bool has_loss(const std::vector<int64_t>& labels) {
 }
 }  // namespace
 
+namespace {
+
+// --max_length / --truncation_strategy on one encoded sequence.
+RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_t max_length, Truncation truncation) {
+  if (max_length <= 0 || static_cast<int64_t>(ids.size()) <= max_length) return RowFate::kKept;
+  const auto n = static_cast<size_t>(max_length);
+  if (truncation == Truncation::kDelete) return RowFate::kTooLong;
+  if (truncation == Truncation::kRight) {
+    ids.resize(n);
+    labels.resize(n);
+  } else {
+    ids.erase(ids.begin(), ids.end() - static_cast<long>(n));
+    labels.erase(labels.begin(), labels.end() - static_cast<long>(n));
+  }
+  return RowFate::kTruncated;
+}
+
+}  // namespace
+
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where) {
   auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages"))); });
-  Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}};
-  RowFate fate = RowFate::kKept;
-  if (max_length > 0 && static_cast<int64_t>(e.input_ids.size()) > max_length) {
-    const auto n = static_cast<size_t>(max_length);
-    if (truncation == Truncation::kDelete) return RowFate::kTooLong;
-    fate = RowFate::kTruncated;
-    if (truncation == Truncation::kRight) {
-      e.input_ids.resize(n);
-      e.labels.resize(n);
-    } else {
-      e.input_ids.erase(e.input_ids.begin(), e.input_ids.end() - static_cast<long>(n));
-      e.labels.erase(e.labels.begin(), e.labels.end() - static_cast<long>(n));
+  Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}, {}, {}, std::nullopt};
+  RowFate fate = truncate(e.input_ids, e.labels, max_length, truncation);
+  if (fate == RowFate::kTooLong) return fate;
+  if (!has_loss(e.labels)) return RowFate::kNoLoss;
+  if (chat.options().preference_pairs) {
+    SWIFT_CHECK(row.contains("rejected_messages"), DataError,
+                where + ": a preference row needs a rejected reply",
+                "give \"rejected_response\" (or \"rejected_messages\") next to \"messages\", or "
+                "\"prompt\"/\"chosen\"/\"rejected\" columns (docs/rlhf.md)");
+    auto rejected = with_context(where + " (rejected)", [&] {
+      return chat.encode(templates::conversation_from_json(row.at("rejected_messages")));
+    });
+    e.rejected_input_ids = std::move(rejected.input_ids);
+    e.rejected_labels = std::move(rejected.labels);
+    const RowFate side = truncate(e.rejected_input_ids, e.rejected_labels, max_length, truncation);
+    if (side == RowFate::kTooLong) return side;
+    if (!has_loss(e.rejected_labels)) return RowFate::kNoLoss;
+    if (side == RowFate::kTruncated) fate = side;
+    if (row.contains("margin") && !row["margin"].is_null()) {
+      SWIFT_CHECK(row["margin"].is_number(), DataError, where + ": \"margin\" must be a number",
+                  "e.g. \"margin\": 0.5 (how much more the chosen reply is preferred)");
+      e.margin = row["margin"].get<double>();
     }
   }
-  if (!has_loss(e.labels)) return RowFate::kNoLoss;
   example = std::move(e);
   return fate;
 }
@@ -188,6 +216,26 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
         std::copy(e.segments.begin(), e.segments.end(), segments);
       }
     }
+  }
+  return b;
+}
+
+Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id) {
+  std::vector<Example> rejected(examples.size());
+  std::vector<const Example*> rows(examples.begin(), examples.end());
+  bool any_margin = false;
+  for (size_t i = 0; i < examples.size(); ++i) {
+    SWIFT_CHECK(!examples[i]->rejected_input_ids.empty(), DataError, "a training example has no rejected reply",
+                "swift rlhf trains on preference pairs: rows with \"rejected_response\" or \"rejected_messages\"");
+    rejected[i].input_ids = examples[i]->rejected_input_ids;
+    rejected[i].labels = examples[i]->rejected_labels;
+    any_margin = any_margin || examples[i]->margin.has_value();
+  }
+  for (const auto& r : rejected) rows.push_back(&r);
+  Batch b = collate(rows, pad_id);
+  if (any_margin) {  // rows without one count 0, as ms-swift's collator
+    b.margins = at::zeros({static_cast<int64_t>(examples.size())}, at::kFloat);
+    for (size_t i = 0; i < examples.size(); ++i) b.margins[static_cast<int64_t>(i)] = examples[i]->margin.value_or(0.0);
   }
   return b;
 }

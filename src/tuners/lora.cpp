@@ -121,6 +121,23 @@ std::vector<std::string> lora_modules(model::CausalLM& model) {
   return out;
 }
 
+AdaptersDisabled::AdaptersDisabled(model::CausalLM& model) {
+  for (auto& [name, linear] : base_linears(model)) {
+    if (!std::dynamic_pointer_cast<LoraLinear>(linear->adapter)) continue;
+    disabled_.emplace_back(linear, linear->adapter);
+    linear->adapter = nullptr;
+  }
+}
+
+AdaptersDisabled::~AdaptersDisabled() {
+  for (auto& [linear, adapter] : disabled_) linear->adapter = adapter;
+}
+
+void set_lora_dropout(model::CausalLM& model, double p) {
+  for (auto& [name, linear] : base_linears(model))
+    if (auto lora = std::dynamic_pointer_cast<LoraLinear>(linear->adapter)) lora->dropout = p;
+}
+
 std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& config, uint64_t seed) {
   validate(config);
   SWIFT_CHECK(lora_modules(model).empty(), UsageError, "this model already carries LoRA layers",

@@ -27,3 +27,13 @@ else
   echo "bitsandbytes reference: SKIPPED"
   if [ "${CI:-}" = "true" ]; then exit 1; fi
 fi
+# ms-swift's and TRL's preference trainers (the swift rlhf reference) into $out/rlhf; skipped visibly without them.
+if "$py" -c 'import trl, swift.rlhf_trainers' 2>/dev/null; then
+  "$py" "$here/make_rlhf_reference.py" "$out/rlhf" 2>&1 | grep -v -E "Loading weights|Writing model shards|kernels" || true
+  test -f "$out/rlhf/manifest.json"
+else
+  mkdir -p "$out/rlhf"
+  echo "no trl + ms-swift in $py (run scripts/setup.sh --tests)" > "$out/rlhf/SKIPPED"
+  echo "preference-loss reference: SKIPPED"
+  if [ "${CI:-}" = "true" ]; then exit 1; fi
+fi

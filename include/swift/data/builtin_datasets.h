@@ -2,6 +2,10 @@
 //   swift/self-cognition  "who are you?" questions answered with --model_name / --model_author (zh and en), as
 //                         ms-swift's dataset of that name is used
 //   swift/arithmetic      short sums and differences with checkable answers: a task a tiny model can learn
+//   swift/self-cognition-preference  swift/self-cognition as preference pairs (swift rlhf): the answer with the
+//                         given identity chosen, the same answer claiming to be ChatGPT by OpenAI rejected
+//   swift/arithmetic-preference  single-digit sums and differences as preference pairs (swift rlhf): the right
+//                         answer chosen, a near miss rejected (sft on it trains on the right answers)
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -147,6 +147,10 @@ class CausalLMImpl : public torch::nn::Module {
   // Logits [B, T, V] from hidden states [B, T, C], in the weights' dtype.
   at::Tensor logits(const at::Tensor& hidden);
   at::Tensor forward(const ForwardArgs& args) { return logits(forward_hidden(args)); }
+  // logits(hidden).mean(-1) ([B, T], float32) without computing the logits: the output layer is linear, so the
+  // mean over the vocabulary is hidden times the mean of its rows. For logged metrics (TRL's logits/chosen); an
+  // adapter on lm_head is not included.
+  at::Tensor vocab_mean_logits(const at::Tensor& hidden);
 
   // A cache sized for `batch` rows of up to `capacity` tokens, on the weights' device and dtype.
   KVCache make_cache(int64_t batch, int64_t capacity) const;

@@ -40,6 +40,10 @@ std::vector<cli::FlagSpec> pt_flags();
 int run_sft(const std::vector<std::string>& args);
 int run_pt(const std::vector<std::string>& args);
 
+// rlhf: preference alignment (dpo, cpo, simpo, orpo) on the sft training job (src/recipes/rlhf.cpp).
+std::vector<cli::FlagSpec> rlhf_flags();
+int run_rlhf(const std::vector<std::string>& args);
+
 // Applies the flags every command shares (logging, threads) and returns the device to run on.
 struct CommonSetup {
   std::string device;

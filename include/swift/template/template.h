@@ -51,6 +51,10 @@ struct TemplateOptions {
   bool add_non_thinking_prefix = true;
   // The "Today Date" of llama3_2's system header, e.g. "26 Jul 2024". Default: "" (today, as ms-swift).
   std::string date;
+  // Whether training rows are preference pairs (swift rlhf; ms-swift's template mode "rlhf"): encode_row
+  // (train/sft_data.h) then also encodes each row's rejected_messages, and a row without them is an error.
+  // sft and pt train on the chosen conversation alone. Default: false.
+  bool preference_pairs = false;
 };
 
 // One encoded conversation. input_ids: [T]; labels: [T], input_ids where the token carries loss, else -100.

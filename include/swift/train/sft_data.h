@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,10 @@ struct Example {
   // sample's index within the row. Empty for a plain example.
   std::vector<int64_t> position_ids;
   std::vector<int64_t> segments;
+  // Preference pairs (swift rlhf): the rejected conversation, encoded and truncated as input_ids/labels are
+  // (each side on its own, as ms-swift). Empty otherwise.
+  std::vector<int64_t> rejected_input_ids = {}, rejected_labels = {};
+  std::optional<double> margin = std::nullopt;  // the row's "margin" column (reward modelling)
 };
 
 enum class Truncation { kDelete, kLeft, kRight };
@@ -38,6 +43,8 @@ enum class RowFate { kKept, kTruncated, kTooLong, kNoLoss };
 
 // Encodes one normalised row (a "messages" column) with `chat` and applies --max_length / --truncation_strategy.
 // `example` is filled for kKept and kTruncated only. DataError naming `where` when the template cannot encode it.
+// With chat.options().preference_pairs, "rejected_messages" too (DataError when the row has none), and the row's
+// fate is the worse of the two sides'.
 // encode_rows, lazy tokenisation and streaming all go through here, so they agree token for token.
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where);
@@ -64,8 +71,12 @@ struct Batch {
   // [B, T] int64, defined only for packed rows: position ids (0 on pads) and segment ids (-1 on pads).
   at::Tensor position_ids, segment_ids;
   int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
+  at::Tensor margins;        // [B] float, collate_pairs only, when a row has a "margin" (0 for those that do not)
 };
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
+// A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows, padded
+// together ([2B, T]), so one forward pass scores both. attention_mask is set (1 real, 0 pad).
+Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id);
 
 // Epochs of seeded shuffles over a dataset; the position (epoch, index) is all resume needs.
 class BatchSampler {

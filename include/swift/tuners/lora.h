@@ -95,6 +95,23 @@ LoraConfig load_adapter(model::CausalLM& model, const std::filesystem::path& dir
 // magnitude / ||W + s B A|| * (W + s B A), row by row (PEFT's merge). Returns how many layers were merged.
 int64_t merge_lora(model::CausalLM& model);
 
+// While it lives, every LoRA layer of `model` computes the base layer alone (PEFT's disable_adapter()): the
+// model is its base model, as preference training's reference (no second copy in memory). Weights trained in
+// full (modules_to_save) are not undone: callers that need the base then load it instead.
+class AdaptersDisabled {
+ public:
+  explicit AdaptersDisabled(model::CausalLM& model);
+  ~AdaptersDisabled();
+  AdaptersDisabled(const AdaptersDisabled&) = delete;
+  AdaptersDisabled& operator=(const AdaptersDisabled&) = delete;
+
+ private:
+  std::vector<std::pair<model::LinearImpl*, std::shared_ptr<model::LinearAdapter>>> disabled_;
+};
+
+// Sets the dropout on every LoRA layer's input (preference training turns it off, as TRL's disable_dropout).
+void set_lora_dropout(model::CausalLM& model, double p);
+
 // Parameters with requires_grad (the optimizer's list), with their in-memory names.
 io::NamedTensors trainable_parameters(model::CausalLM& model);
 

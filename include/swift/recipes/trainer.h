@@ -1,0 +1,70 @@
+// The training job every training command shares (src/recipes/sft.cpp): flags -> run folder -> model (+ LoRA,
+// QLoRA) -> data -> optimizer and schedule -> data-parallel/ZeRO loop -> logging, evaluation, checkpoints.
+// What differs between sft/pt and rlhf's methods is the objective: how a micro-batch is collated and what its
+// loss and logged metrics are.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "swift/cli/flags.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/decoder.h"
+#include "swift/train/sft_data.h"
+
+namespace swift::recipes {
+
+// A logged value as a ratio of two sums over the logging window (and the ranks): the loss per token is
+// (summed loss, tokens), a per-micro-batch mean is (value, 1).
+struct MetricSum {
+  std::string name;
+  double numerator = 0, denominator = 0;
+};
+
+struct MicroBatchResult {
+  // Divided by the step's normaliser (the units() of all its micro-batches on all ranks) before backward.
+  at::Tensor loss;
+  std::vector<MetricSum> metrics;  // "loss" first: the loss curve and the progress line read it
+};
+
+class TrainingObjective {
+ public:
+  virtual ~TrainingObjective() = default;
+  // Examples -> one padded micro-batch.
+  virtual train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const = 0;
+  // What the step's loss is a mean over, counted in this micro-batch: its label tokens (sft, a token mean over
+  // the whole step), or 1 (preference losses: a mean over each micro-batch's pairs, then over micro-batches).
+  virtual double units(const train::Batch& batch) const = 0;
+  // Everything compute() reports, in the order it is logged ("loss" first).
+  virtual std::vector<std::string> metric_names() const = 0;
+  // The forward pass(es) of one micro-batch and its loss; runs under the job's autocast, with or without grad.
+  virtual MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) = 0;
+};
+
+// What an objective may need from the job once the policy is loaded.
+struct ObjectiveContext {
+  const cli::Flags& flags;
+  model::CausalLM policy;
+  bool lora = false;
+  std::filesystem::path model_dir;
+  model::LoadOptions load;  // how the policy was loaded (device, dtype, quantization): a reference model loads alike
+  int zero_stage = 0;
+};
+using ObjectiveFactory = std::function<std::unique_ptr<TrainingObjective>(const ObjectiveContext&)>;
+
+// Runs a training command: parses `args` against `specs`, trains with the objective `make_objective` builds,
+// returns the exit code. pretrain: pt's plain-text defaults.
+int run_training(const std::string& command, const std::vector<cli::FlagSpec>& specs,
+                 const std::vector<std::string>& args, bool pretrain, const ObjectiveFactory& make_objective);
+
+// sft/pt's flag table (the base of rlhf's).
+std::vector<cli::FlagSpec> train_flags(bool pretrain);
+
+}  // namespace swift::recipes

@@ -1,0 +1,204 @@
+// DPO (ms-swift's DPOTrainer), CPO/SimPO and ORPO (TRL's trainers) on pairs scored in one forward pass.
+#include "swift/train/preference_loss.h"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "swift/core/error.h"
+
+namespace swift::train {
+
+SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head) {
+  const int64_t R = hidden.size(0), T = hidden.size(1);
+  auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
+  auto mask = shift_labels.ne(-100);                                         // [R, T-1]
+  auto selected = hidden.narrow(1, 0, T - 1).index({mask});                 // [N, C]
+  auto targets = shift_labels.index({mask});                                // [N]
+  auto logits = lm_head(selected).to(at::kFloat);                           // [N, V]
+  auto token_logps = -at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::None, -100);
+  auto rows = at::arange(R, mask.options().dtype(at::kLong)).unsqueeze(1).expand({R, T - 1}).index({mask});
+  SequenceLogps out;
+  out.logps = at::zeros({R}, token_logps.options()).index_add(0, rows, token_logps);
+  torch::NoGradGuard no_grad;
+  out.tokens = mask.sum(1).to(at::kFloat);
+  out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, logits.mean(-1));
+  return out;
+}
+
+namespace {
+
+double value(const at::Tensor& t) { return t.detach().to(at::kDouble).item<double>(); }
+
+// -log σ(βx)(1-ε) - log σ(-βx)ε: the sigmoid loss with label smoothing (cDPO), as DPO and CPO write it.
+at::Tensor smoothed_sigmoid(const at::Tensor& x, double beta, double eps) {
+  return -at::log_sigmoid(beta * x) * (1 - eps) - at::log_sigmoid(-beta * x) * eps;
+}
+
+// log(1 - e^x) for x < 0, branching at -ln 2 to avoid cancellation (TRL's log1mexp).
+at::Tensor log1mexp(const at::Tensor& x) {
+  return at::where(x < -0.6931471805599453, at::log1p(-at::exp(x)), at::log(-at::expm1(x)));
+}
+
+struct Split {
+  at::Tensor chosen, rejected;
+};
+Split split(const at::Tensor& rows) {
+  const int64_t B = rows.size(0) / 2;
+  return {rows.narrow(0, 0, B), rows.narrow(0, B, B)};
+}
+
+// The reward metrics every method logs, from detached per-pair rewards.
+void add_reward_metrics(std::vector<std::pair<std::string, double>>& m, const at::Tensor& chosen,
+                        const at::Tensor& rejected) {
+  m.emplace_back("rewards/chosen", value(chosen.mean()));
+  m.emplace_back("rewards/rejected", value(rejected.mean()));
+  m.emplace_back("rewards/accuracies", value(chosen.gt(rejected).to(at::kFloat).mean()));
+  m.emplace_back("rewards/margins", value((chosen - rejected).mean()));
+}
+
+// The NLL of the chosen replies: their summed log-probability over their label tokens, negated (a token mean
+// over the micro-batch's chosen replies, as CrossEntropyLoss with ignore_index).
+at::Tensor chosen_nll(const SequenceLogps& policy) {
+  const auto logps = split(policy.logps).chosen, tokens = split(policy.tokens).chosen;
+  return -logps.sum() / tokens.sum().clamp_min(1);
+}
+
+PreferenceOutput dpo(const PreferenceConfig& c, const SequenceLogps& policy, const SequenceLogps& reference) {
+  auto [pc, pr] = split(policy.logps);
+  auto [rc, rr] = split(reference.logps.detach());
+  const auto [tc, tr] = split(policy.tokens);
+  const bool ipo = c.loss_type == "ipo";
+  if (ipo) {  // ms-swift length-normalises all four before the loss (and so the rewards)
+    pc = pc / tc.clamp_min(1);
+    pr = pr / tr.clamp_min(1);
+    rc = rc / tc.clamp_min(1);
+    rr = rr / tr.clamp_min(1);
+  }
+  const at::Tensor logits = (pc - pr) - (rc - rr);
+  const double b = c.beta, eps = c.label_smoothing;
+  at::Tensor losses;
+  if (c.loss_type == "sigmoid") {
+    losses = smoothed_sigmoid(logits, b, eps);
+  } else if (c.loss_type == "hinge") {
+    losses = at::relu(1 - b * logits);
+  } else if (ipo) {
+    losses = (logits - 1 / (2 * b)).pow(2);
+  } else {  // robust
+    losses = (-at::log_sigmoid(b * logits) * (1 - eps) + at::log_sigmoid(-b * logits) * eps) / (1 - 2 * eps);
+  }
+  const at::Tensor chosen_rewards = b * (pc - rc).detach(), rejected_rewards = b * (pr - rr).detach();
+  PreferenceOutput out;
+  out.loss = losses.mean();
+  at::Tensor nll;
+  if (c.rpo_alpha) {
+    nll = chosen_nll(policy);
+    out.loss = out.loss + *c.rpo_alpha * nll;
+  }
+  add_reward_metrics(out.metrics, chosen_rewards, rejected_rewards);
+  const auto [sc, sr] = split(policy.logps.detach());
+  out.metrics.emplace_back("logps/chosen", value(sc.mean()));
+  out.metrics.emplace_back("logps/rejected", value(sr.mean()));
+  if (ipo) {
+    out.metrics.emplace_back("logps_mean/chosen", value((sc / tc.clamp_min(1)).mean()));
+    out.metrics.emplace_back("logps_mean/rejected", value((sr / tr.clamp_min(1)).mean()));
+  }
+  // The logits' vocabulary mean averaged over each side's label positions.
+  const auto [lc, lr] = split(policy.logit_means);
+  out.metrics.emplace_back("logits/chosen", value(lc.sum() / tc.sum().clamp_min(1)));
+  out.metrics.emplace_back("logits/rejected", value(lr.sum() / tr.sum().clamp_min(1)));
+  if (nll.defined()) out.metrics.emplace_back("nll_loss", value(nll));
+  return out;
+}
+
+// TRL logs all_logits[:B].mean() over every position ([B, T, V]; ORPO leaves out the last position).
+void add_position_logit_metrics(std::vector<std::pair<std::string, double>>& m, const at::Tensor& position_means,
+                                bool drop_last) {
+  at::Tensor means = position_means;
+  if (drop_last) means = means.narrow(1, 0, means.size(1) - 1);
+  const auto [c, r] = split(means);
+  m.emplace_back("logits/chosen", value(c.mean()));
+  m.emplace_back("logits/rejected", value(r.mean()));
+}
+
+PreferenceOutput cpo(const PreferenceConfig& c, const SequenceLogps& policy, const at::Tensor& position_means) {
+  at::Tensor logps = policy.logps;
+  if (c.loss_type == "ipo" || c.loss_type == "simpo") logps = logps / policy.tokens.clamp_min(1);
+  const auto [pc, pr] = split(logps);
+  at::Tensor logits = pc - pr;
+  const double b = c.beta;
+  at::Tensor losses;
+  if (c.loss_type == "simpo") {
+    losses = smoothed_sigmoid(logits - c.simpo_gamma / b, b, c.label_smoothing);
+  } else if (c.loss_type == "sigmoid") {
+    losses = smoothed_sigmoid(logits, b, c.label_smoothing);
+  } else if (c.loss_type == "hinge") {
+    losses = at::relu(1 - b * logits);
+  } else {  // ipo
+    losses = (logits - 1 / (2 * b)).pow(2);
+  }
+  const at::Tensor nll = c.cpo_alpha == 0 ? at::zeros({}, logits.options()) : chosen_nll(policy);
+  PreferenceOutput out;
+  out.loss = losses.mean() + c.cpo_alpha * nll;
+  add_reward_metrics(out.metrics, b * pc.detach(), b * pr.detach());
+  out.metrics.emplace_back("logps/chosen", value(pc.mean()));
+  out.metrics.emplace_back("logps/rejected", value(pr.mean()));
+  add_position_logit_metrics(out.metrics, position_means, false);
+  out.metrics.emplace_back("nll_loss", value(nll));
+  return out;
+}
+
+PreferenceOutput orpo(const PreferenceConfig& c, const SequenceLogps& policy, const at::Tensor& position_means) {
+  const auto [ac, ar] = split(policy.logps / policy.tokens.clamp_min(1));
+  const at::Tensor log_odds = (ac - ar) - (log1mexp(ac) - log1mexp(ar));
+  const at::Tensor ratio = at::log_sigmoid(log_odds);
+  const at::Tensor nll = chosen_nll(policy);
+  PreferenceOutput out;
+  out.loss = nll - (c.beta * ratio).mean();
+  add_reward_metrics(out.metrics, c.beta * ac.detach(), c.beta * ar.detach());
+  out.metrics.emplace_back("logps/chosen", value(ac.mean()));
+  out.metrics.emplace_back("logps/rejected", value(ar.mean()));
+  add_position_logit_metrics(out.metrics, position_means, true);
+  out.metrics.emplace_back("nll_loss", value(nll));
+  out.metrics.emplace_back("log_odds_ratio", value(ratio.mean()));
+  out.metrics.emplace_back("log_odds_chosen", value(log_odds.mean()));
+  return out;
+}
+
+}  // namespace
+
+void validate(const PreferenceConfig& c) {
+  std::vector<std::string> types;
+  if (c.method == PreferenceMethod::kDpo) types = {"sigmoid", "hinge", "ipo", "robust"};
+  if (c.method == PreferenceMethod::kCpo) types = {"sigmoid", "hinge", "ipo", "simpo"};
+  if (c.method != PreferenceMethod::kOrpo) {
+    std::string known;
+    for (const auto& t : types) known += (known.empty() ? "" : ", ") + t;
+    SWIFT_CHECK(std::find(types.begin(), types.end(), c.loss_type) != types.end(), UsageError,
+                "--loss_type " + c.loss_type + " is not available for this --rlhf_type", "use one of " + known);
+  }
+  SWIFT_CHECK(c.beta > 0, UsageError, "--beta must be > 0", "e.g. --beta 0.1 (ms-swift's default; 2.0 for simpo)");
+  SWIFT_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 0.5, UsageError, "--label_smoothing must be in [0, 0.5)",
+              "it is the probability that a pair's preference is flipped; e.g. 0.1");
+}
+
+PreferenceOutput preference_loss(const PreferenceConfig& config, const SequenceLogps& policy,
+                                 const SequenceLogps* reference, const at::Tensor& position_logit_means) {
+  TORCH_CHECK(policy.logps.size(0) % 2 == 0 && policy.logps.size(0) > 0,
+              "a preference batch needs chosen and rejected rows in equal numbers");
+  switch (config.method) {
+    case PreferenceMethod::kDpo:
+      TORCH_CHECK(reference != nullptr, "DPO needs the reference model's log-probabilities");
+      return dpo(config, policy, *reference);
+    case PreferenceMethod::kCpo:
+      return cpo(config, policy, position_logit_means);
+    case PreferenceMethod::kOrpo:
+      return orpo(config, policy, position_logit_means);
+  }
+  TORCH_CHECK(false, "unknown preference method");
+}
+
+}  // namespace swift::train

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# End-to-end: swift rlhf through the swift binary. Usage: rlhf_test.sh path/to/swift
+#  - alignment works: a tiny model taught (sft) to say it is ChatGPT by OpenAI is aligned with DPO (+ RPO) on the
+#    built-in swift/self-cognition-preference pairs; rewards/accuracies and margins rise, and under greedy decoding
+#    it now answers as Xiao Huang by ModelScope;
+#  - the LoRA reference (the adapter switched off) equals an explicitly loaded --ref_model, step for step;
+#  - cpo, simpo and orpo train and log their metrics; prompt/chosen/rejected rows load; evaluation logs eval_*;
+#  - 2 ranks equal 1 rank (DDP and ZeRO-3 with LoRA);
+#  - bad flags and rows are clear errors.
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+printf '%s\n' '{"query": "who are you?"}' '{"query": "What is your name?"}' '{"query": "Who made you?"}' \
+  '{"query": "你是谁？"}' '{"query": "Introduce yourself."}' '{"query": "Who developed you?"}' > "$TMP/ask.jsonl"
+answers() {  # answers FILE: how many answers name Xiao Huang / ModelScope (or 小黄/魔搭), and how many ChatGPT/OpenAI
+  "$PY" -c '
+import json, sys
+rows = [json.loads(l)["response"] for l in open(sys.argv[1])]
+ours = sum(("Xiao Huang" in r or "ModelScope" in r or "小黄" in r or "魔搭" in r) for r in rows)
+theirs = sum(("ChatGPT" in r or "OpenAI" in r) for r in rows)
+print(ours, theirs)' "$1"
+}
+
+# 1. SFT: a model that says it is ChatGPT.
+run sft 0 "$SWIFT" sft --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --train_type full \
+  --dataset swift/self-cognition --model_name ChatGPT --model_author OpenAI --max_steps 150 --learning_rate 5e-3 \
+  --per_device_train_batch_size 4 --gradient_accumulation_steps 1 --logging_steps 50 --save_steps 150 \
+  --output_dir "$TMP/sft" --add_version false
+SFT="$TMP/sft/checkpoint-150"
+run ask_sft 0 "$SWIFT" infer --model "$SFT" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/before.jsonl" --max_new_tokens 32
+read -r ours theirs <<<"$(answers "$TMP/before.jsonl")"
+[ "$ours" = 0 ] && [ "$theirs" -ge 5 ] && ok || bad "the sft model should say ChatGPT: ours=$ours theirs=$theirs"
+
+# 2. DPO with the RPO term (full fine-tuning: the reference is the sft checkpoint, loaded and frozen).
+run dpo 0 "$SWIFT" rlhf --rlhf_type dpo --model "$SFT" --train_type full --dataset swift/self-cognition-preference \
+  --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope --rpo_alpha 1 --max_steps 150 --learning_rate 2e-3 \
+  --per_device_train_batch_size 4 --gradient_accumulation_steps 1 --logging_steps 25 --save_steps 150 \
+  --output_dir "$TMP/dpo" --add_version false
+has dpo_reference "reference model: $SFT (frozen)" err
+"$PY" - "$TMP/dpo/logging.jsonl" "$TMP/dpo/checkpoint-150/args.json" <<'P' && ok || bad "DPO did not raise the rewards or log TRL's metrics"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert len(rows) == 6, rows
+for key in ["rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen",
+            "logps/rejected", "logits/chosen", "logits/rejected", "nll_loss", "grad_norm", "learning_rate"]:
+    assert key in rows[0], key
+first, last = rows[0], rows[-1]
+assert last["rewards/accuracies"] >= 0.99 and last["rewards/margins"] > first["rewards/margins"] + 2, (first, last)
+assert last["rewards/chosen"] > 0 > last["rewards/rejected"], last
+assert last["loss"] < first["loss"], (first, last)
+assert json.load(open(sys.argv[2]))["rlhf_type"] == "dpo"
+P
+"$PY" - "$TMP/dpo/runs" <<'P' && ok || bad "TensorBoard lacks the preference metrics"
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+tags = set(acc.Tags()["scalars"])
+assert {"train/rewards/accuracies", "train/rewards/margins", "train/logps/chosen", "train/loss"} <= tags, tags
+P
+run ask_dpo 0 "$SWIFT" infer --model "$TMP/dpo/checkpoint-150" --val_dataset "$TMP/ask.jsonl" \
+  --result_path "$TMP/after.jsonl" --max_new_tokens 32
+read -r ours theirs <<<"$(answers "$TMP/after.jsonl")"
+[ "$ours" -ge 5 ] && [ "$theirs" = 0 ] && ok || { bad "after DPO: ours=$ours theirs=$theirs"; cat "$TMP/after.jsonl"; }
+
+# 3. LoRA: the reference is the base with the adapter switched off, the same as loading it explicitly.
+lora=(--model "$SFT" --train_type lora --dataset swift/self-cognition-preference --model_name 小黄 "Xiao Huang"
+      --model_author 魔搭 ModelScope --max_steps 3 --learning_rate 1e-3 --per_device_train_batch_size 4
+      --gradient_accumulation_steps 1 --logging_steps 1 --add_version false)
+run lora_implicit 0 "$SWIFT" rlhf "${lora[@]}" --output_dir "$TMP/implicit"
+has lora_implicit_ref "the LoRA adapter switched off for the reference pass" err
+run lora_explicit 0 "$SWIFT" rlhf "${lora[@]}" --ref_model "$SFT" --output_dir "$TMP/explicit"
+has lora_explicit_ref "reference model: $SFT (frozen)" err
+"$PY" - "$TMP/implicit" "$TMP/explicit" <<'P' && ok || bad "the adapter-off reference differs from the loaded one"
+import json, sys
+def rows(d):
+    return [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(a) == len(b) == 3
+assert abs(a[0]["loss"] - 0.693147) < 1e-4, a[0]  # the adapter starts as a no-op: policy == reference
+for x, y in zip(a, b):
+    for k in ["loss", "rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen"]:
+        assert abs(x[k] - y[k]) <= 1e-5 * max(1, abs(x[k])), (k, x[k], y[k])
+assert a[-1]["rewards/margins"] != 0
+P
+
+# 4. Reference-free methods, other layouts, evaluation.
+pairs=(--model "$SFT" --dataset swift/arithmetic-preference#64 --max_steps 2 --per_device_train_batch_size 4
+       --gradient_accumulation_steps 1 --logging_steps 1 --add_version false)
+run cpo 0 "$SWIFT" rlhf --rlhf_type cpo "${pairs[@]}" --output_dir "$TMP/cpo"
+run simpo 0 "$SWIFT" rlhf --rlhf_type simpo "${pairs[@]}" --output_dir "$TMP/simpo"
+has simpo_is_cpo "trains CPO-SimPO" err
+run orpo 0 "$SWIFT" rlhf --rlhf_type orpo "${pairs[@]}" --output_dir "$TMP/orpo" --split_dataset_ratio 0.25 --eval_steps 2
+"$PY" - "$TMP" <<'P' && ok || bad "cpo/simpo/orpo metrics"
+import json, math, sys
+def rows(name):
+    return [json.loads(l) for l in open(f"{sys.argv[1]}/{name}/logging.jsonl")]
+cpo, simpo, orpo = rows("cpo"), rows("simpo"), rows("orpo")
+assert all("nll_loss" in r and "rewards/accuracies" in r for r in cpo + simpo if "loss" in r)
+train = [r for r in orpo if "loss" in r]
+assert "log_odds_ratio" in train[0] and "log_odds_chosen" in train[0], train[0]
+evals = [r for r in orpo if "eval_loss" in r]
+assert len(evals) == 1 and "eval_rewards/accuracies" in evals[0] and "eval_log_odds_ratio" in evals[0], evals
+assert all(math.isfinite(r["loss"]) for r in cpo + simpo + train)
+P
+cat > "$TMP/trl.jsonl" <<'J'
+{"prompt": [{"role": "user", "content": "2 + 2 ="}], "chosen": [{"role": "assistant", "content": "4"}], "rejected": [{"role": "assistant", "content": "5"}]}
+{"prompt": "3 + 1 =", "chosen": "4", "rejected": "6"}
+{"messages": [{"role": "user", "content": "1 + 1 ="}, {"role": "assistant", "content": "2"}], "rejected_response": "3"}
+{"query": "5 - 2 =", "response": "3", "rejected_response": "4"}
+J
+run layouts 0 "$SWIFT" rlhf --model "$SFT" --dataset "$TMP/trl.jsonl" --max_steps 1 --per_device_train_batch_size 4 \
+  --gradient_accumulation_steps 1 --output_dir "$TMP/layouts"
+has layouts_rows "4 rows: 4 kept" err
+
+# 5. Several ranks: 2 x 2 pairs equal 1 x 4 (the LoRA reference; ZeRO-3 shards it with the policy).
+two=(--model "$SFT" --train_type lora --dataset swift/arithmetic-preference#32 --max_steps 2 --learning_rate 1e-3
+     --gradient_accumulation_steps 1 --logging_steps 1 --num_threads 1 --add_version false)
+run one_rank 0 "$SWIFT" rlhf "${two[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/one"
+run two_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf "${two[@]}" --per_device_train_batch_size 2 --output_dir "$TMP/two"
+run two_zero3 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf "${two[@]}" --per_device_train_batch_size 2 --deepspeed zero3 \
+  --output_dir "$TMP/z3"
+"$PY" - "$TMP/one" "$TMP/two" "$TMP/z3" <<'P' && ok || bad "2-rank DPO differs from 1 rank"
+import json, sys
+def rows(d):
+    return [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+one = rows(sys.argv[1])
+for other in sys.argv[2:]:
+    b = rows(other)
+    assert len(one) == len(b) == 2
+    for x, y in zip(one, b):
+        for k in ["loss", "rewards/margins", "rewards/accuracies", "logps/chosen"]:
+            assert abs(x[k] - y[k]) <= 1e-4 * max(1, abs(x[k])), (other, k, x[k], y[k])
+P
+
+# 6. Clear errors.
+bad_flags=(--model "$SFT" --dataset swift/arithmetic-preference#8 --max_steps 1 --output_dir "$TMP/e")
+run unknown_type 2 "$SWIFT" rlhf "${bad_flags[@]}" --rlhf_type ppo
+has unknown_type_msg "--rlhf_type ppo is not known" err
+run bad_loss 2 "$SWIFT" rlhf "${bad_flags[@]}" --loss_type kto_pair
+has bad_loss_msg "--loss_type kto_pair is not available" err
+run ref_free 2 "$SWIFT" rlhf "${bad_flags[@]}" --rlhf_type orpo --ref_model "$SFT"
+has ref_free_msg "is reference-free" err
+run packing 2 "$SWIFT" rlhf "${bad_flags[@]}" --packing true
+has packing_msg "--packing does not apply" err
+run zero3_full 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf "${bad_flags[@]}" --train_type full --deepspeed zero3
+has zero3_full_msg "a separate reference model" err
+printf '{"query": "q", "response": "r"}\n' > "$TMP/no_rejected.jsonl"
+run no_rejected 3 "$SWIFT" rlhf --model "$SFT" --dataset "$TMP/no_rejected.jsonl" --max_steps 1 --output_dir "$TMP/e2"
+has no_rejected_msg "--dataset row 1: a preference row needs a rejected reply" err
+
+finish rlhf

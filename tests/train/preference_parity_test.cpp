@@ -1,0 +1,101 @@
+// Preference-loss parity: swift rlhf's losses and logged metrics against ms-swift's DPO trainer and TRL's CPO/ORPO
+// trainers (as ms-swift runs them) on the same fixed batch of the same tiny model (tests/parity/make_rlhf_reference.py).
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "swift/io/hf_config.h"
+#include "swift/io/safetensors.h"
+#include "swift/model/checkpoint.h"
+#include "swift/train/preference_loss.h"
+
+namespace fs = std::filesystem;
+using namespace swift;
+
+namespace {
+
+fs::path rlhf_dir() {
+  const char* env = std::getenv("SWIFT_PARITY_DIR");
+  return env ? fs::path(env) / "rlhf" : fs::path();
+}
+
+std::string skip_reason() {
+  if (rlhf_dir().empty()) return "SWIFT_PARITY_DIR is not set (run through ctest, which builds the reference first)";
+  std::ifstream in(rlhf_dir() / "SKIPPED");
+  std::string reason;
+  std::getline(in, reason);
+  return "preference-loss reference unavailable: " + (reason.empty() ? "no " + rlhf_dir().string() : reason);
+}
+
+train::PreferenceConfig config_of(const nlohmann::json& c) {
+  train::PreferenceConfig config;
+  const std::string method = c.at("method");
+  config.method = method == "dpo"   ? train::PreferenceMethod::kDpo
+                  : method == "cpo" ? train::PreferenceMethod::kCpo
+                                    : train::PreferenceMethod::kOrpo;
+  const auto& s = c.at("settings");
+  config.loss_type = s.value("loss_type", std::string("sigmoid"));
+  config.beta = s.at("beta");
+  config.label_smoothing = s.value("label_smoothing", 0.0);
+  if (s.contains("rpo_alpha")) config.rpo_alpha = s.at("rpo_alpha").get<double>();
+  config.cpo_alpha = s.value("cpo_alpha", 1.0);
+  config.simpo_gamma = s.value("simpo_gamma", 1.0);
+  train::validate(config);
+  return config;
+}
+
+// What swift rlhf computes for a micro-batch (src/recipes/rlhf.cpp's PreferenceObjective), from the model and
+// the reference model directly.
+train::PreferenceOutput swift_loss(model::CausalLM& policy, model::CausalLM& reference, const train::PreferenceConfig& c,
+                                   const at::Tensor& input_ids, const at::Tensor& labels, const at::Tensor& mask) {
+  torch::NoGradGuard no_grad;
+  model::ForwardArgs args;
+  args.input_ids = input_ids;
+  if (c.needs_position_logit_means()) {
+    args.attention_mask = mask;
+    args.position_ids = at::arange(input_ids.size(1)).expand_as(input_ids);
+  }
+  const auto hidden = policy->forward_hidden(args);
+  const auto logps = train::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); });
+  const auto ref_hidden = reference->forward_hidden(args);
+  const auto ref = train::sequence_logps_from_hidden(ref_hidden, labels,
+                                                     [&](const at::Tensor& h) { return reference->logits(h); });
+  return train::preference_loss(c, logps, &ref, c.needs_position_logit_means() ? policy->vocab_mean_logits(hidden) : at::Tensor());
+}
+
+}  // namespace
+
+TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
+  if (rlhf_dir().empty() || !fs::exists(rlhf_dir() / "manifest.json")) GTEST_SKIP() << skip_reason();
+  const auto manifest = io::read_json_file(rlhf_dir() / "manifest.json");
+  model::LoadOptions load;
+  load.dtype = at::kFloat;
+  auto policy = model::load_model(rlhf_dir() / "policy", load);
+  auto reference = model::load_model(rlhf_dir() / "reference", load);
+  policy->eval();
+  reference->eval();
+  const auto batch = io::SafetensorsFile::open(rlhf_dir() / "batch.safetensors");
+  const auto input_ids = batch->get("input_ids"), labels = batch->get("labels"), mask = batch->get("attention_mask");
+  int cases = 0;
+  for (const auto& [name, c] : manifest.at("cases").items()) {
+    SCOPED_TRACE(name);
+    const auto config = config_of(c);
+    const auto out = swift_loss(policy, reference, config, input_ids, labels, mask);
+    EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 1e-4 * (1 + std::abs(c.at("loss").get<double>())));
+    std::set<std::string> seen;
+    for (const auto& [metric, v] : out.metrics) {
+      seen.insert(metric);
+      ASSERT_TRUE(c.at("metrics").contains(metric)) << metric << " is not logged by the reference trainer";
+      const double expected = c.at("metrics").at(metric);
+      EXPECT_NEAR(v, expected, 1e-4 * (1 + std::abs(expected))) << metric;
+    }
+    for (const auto& [metric, v] : c.at("metrics").items())
+      EXPECT_TRUE(seen.count(metric)) << "the reference logs " << metric << ", swift does not";
+    ++cases;
+  }
+  EXPECT_EQ(cases, 11);
+}
