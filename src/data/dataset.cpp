@@ -344,6 +344,26 @@ void normalise_rejected(json& out, const std::string& where) {
 }  // namespace
 
 json normalise_row(const json& row, const std::string& where) {
+  const json* completion = find_column(row, {"completion"});
+  const json* prompt = find_column(row, {"prompt"});
+  if (completion && (completion->is_array() || (prompt && prompt->is_array())) &&
+      !find_column(row, {"messages", "conversation", "conversations"})) {
+    // TRL's unpaired layout (KTO) with message lists: prompt + completion -> messages.
+    json out = row;
+    json messages = json::array();
+    if (const json* s = find_column(row, {"system", "system_prompt"})) messages.push_back(message("system", text_of(*s, where, "system")));
+    if (prompt) {
+      if (prompt->is_array()) {
+        for (auto& m : normalise_messages(*prompt, json::object(), where + " \"prompt\"")) messages.push_back(m);
+      } else {
+        messages.push_back(message("user", text_of(*prompt, where, "prompt")));
+      }
+    }
+    for (auto& m : preference_side(*completion, where, "completion")) messages.push_back(m);
+    for (const char* k : {"prompt", "completion", "system", "system_prompt"}) out.erase(k);
+    out["messages"] = messages;
+    return out;
+  }
   if (find_column(row, {"chosen"}) && find_column(row, {"rejected"}) &&
       !find_column(row, {"messages", "conversation", "conversations"})) {
     json out = normalise_chosen_rejected(row, where);

@@ -2,6 +2,8 @@
 #include "swift/model/decoder.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/utils.h>
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
@@ -136,8 +138,60 @@ DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& 
 CausalLMImpl::CausalLMImpl(ModelConfig config, const at::TensorOptions& options)
     : config_(std::move(config)), rope_(config_) {
   model = register_module("model", DecoderBody(config_, options));
-  if (!config_.tie_word_embeddings)
+  if (config_.num_labels > 0)
+    score = register_module("score", Linear(config_.hidden_size, config_.num_labels, false, options));
+  else if (!config_.tie_word_embeddings)
     lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false, options));
+}
+
+void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, std::optional<int64_t> pad_token_id) {
+  SWIFT_CHECK(!score, UsageError, "the model is already a sequence classifier", "load its causal LM folder instead");
+  const auto options = model->embed_tokens->weight.options();
+  if (lm_head) {
+    unregister_module("lm_head");
+    lm_head = nullptr;
+  }
+  score = register_module("score", Linear(config_.hidden_size, num_labels, false, options));
+  {
+    torch::NoGradGuard no_grad;
+    at::Generator generator = at::make_generator<at::CPUGeneratorImpl>(seed);
+    score->weight.copy_(at::normal(0.0, config_.initializer_range, score->weight.sizes(), generator, at::kFloat));
+  }
+  config_.num_labels = num_labels;
+  std::string arch = config_.raw.contains("architectures") && config_.raw["architectures"].is_array() &&
+                             !config_.raw["architectures"].empty()
+                         ? config_.raw["architectures"][0].get<std::string>()
+                         : std::string();
+  const std::string causal = "ForCausalLM";
+  if (arch.size() > causal.size() && arch.compare(arch.size() - causal.size(), causal.size(), causal) == 0)
+    arch = arch.substr(0, arch.size() - causal.size());
+  if (arch.empty()) arch = config_.model_type == "qwen3"   ? "Qwen3"
+                           : config_.model_type == "qwen2" ? "Qwen2"
+                           : config_.model_type == "mistral" ? "Mistral"
+                                                             : "Llama";
+  config_.raw["architectures"] = nlohmann::json::array({arch + "ForSequenceClassification"});
+  nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+  for (int64_t i = 0; i < num_labels; ++i) {
+    id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
+    label2id["LABEL_" + std::to_string(i)] = i;
+  }
+  config_.raw["id2label"] = id2label;
+  config_.raw["label2id"] = label2id;
+  if (pad_token_id && (!config_.raw.contains("pad_token_id") || config_.raw["pad_token_id"].is_null())) {
+    config_.raw["pad_token_id"] = *pad_token_id;
+    config_.pad_token_id = pad_token_id;
+  }
+}
+
+at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::Tensor& attention_mask) {
+  SWIFT_CHECK(model->is_sequence_classifier(), UsageError, "this model has no score head",
+              "score with a *ForSequenceClassification folder (swift rlhf --rlhf_type rm writes one)");
+  const at::Tensor hidden = model->forward_hidden(args);
+  const at::Tensor mask = attention_mask.to(hidden.device()).to(at::kLong);
+  const at::Tensor positions = at::arange(mask.size(1), mask.options()).unsqueeze(0) * mask;
+  const at::Tensor last = positions.argmax(1);
+  const at::Tensor rows = at::arange(hidden.size(0), last.options());
+  return model->scores(hidden.index({rows, last})).to(at::kFloat);
 }
 
 c10::ScalarType CausalLMImpl::dtype() const { return model->embed_tokens->weight.scalar_type(); }

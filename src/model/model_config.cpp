@@ -137,6 +137,14 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
                     "supported model types: " + supported_model_types());
   }
   c.model_type = family->model_type;
+  const std::string kSeqCls = "ForSequenceClassification";
+  if (!architectures.empty() && architectures.front().size() > kSeqCls.size() &&
+      architectures.front().compare(architectures.front().size() - kSeqCls.size(), kSeqCls.size(), kSeqCls) == 0) {
+    // transformers: num_labels is the size of id2label (2 when absent)
+    c.num_labels = j.contains("id2label") && j.at("id2label").is_object() ? static_cast<int64_t>(j.at("id2label").size())
+                   : j.contains("num_labels")                          ? r.integer("num_labels", 2)
+                                                                       : 2;
+  }
 
   c.vocab_size = r.integer("vocab_size", std::nullopt);
   c.hidden_size = r.integer("hidden_size", std::nullopt);

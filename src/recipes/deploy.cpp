@@ -117,6 +117,9 @@ int run_deploy(const std::vector<std::string>& args) {
   SWIFT_CHECK(flags.integer("max_logprobs") >= 0, UsageError, "--max_logprobs must be >= 0", "e.g. 20");
   SWIFT_CHECK(flags.integer("max_model_len") >= 0, UsageError, "--max_model_len must be >= 0", "0 takes the model's");
   InferenceModel m = load_inference_model(flags, setup);
+  SWIFT_CHECK(!m.model->is_sequence_classifier(), UsageError,
+              "this is a reward model (a score head, no language model head): swift deploy serves generation",
+              "score conversations with swift infer --val_dataset FILE, which writes each one's reward");
 
   serve::ServiceOptions options;
   options.model_root = m.model_dir;

@@ -1,6 +1,7 @@
 // swift infer: chat with a model in the terminal, or answer every row of --val_dataset into --result_path.
 // Top to bottom: flags -> model, tokenizer, template -> sampling defaults -> interactive loop or batch loop.
 #include <ATen/ATen.h>
+#include <torch/utils.h>
 
 #include <chrono>
 #include <ctime>
@@ -23,6 +24,7 @@
 #include "swift/model/generator.h"
 #include "swift/recipes/commands.h"
 #include "swift/recipes/inference_setup.h"
+#include "swift/train/sft_data.h"
 #include "swift/template/message.h"
 #include "swift/template/select.h"
 #include "swift/template/template.h"
@@ -57,6 +59,7 @@ namespace {
 
 // Everything a conversation turn needs.
 struct Session {
+  model::CausalLM model;  // what the generator runs (a reward model only scores)
   model::Generator generator;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<templates::Template> chat;  // the chat template, or plain text with --use_chat_template false
@@ -68,7 +71,7 @@ struct Session {
 
 Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
   InferenceModel m = load_inference_model(flags, setup);
-  Session s{model::Generator(m.model), nullptr, nullptr, {}, 0, m.enable_thinking, true};
+  Session s{m.model, model::Generator(m.model), nullptr, nullptr, {}, 0, m.enable_thinking, true};
   s.sampling = sampling_defaults(flags, m, static_cast<uint64_t>(flags.integer("seed")));
   s.sampling.logprobs = flags.boolean("logprobs") || flags.integer("top_logprobs") > 0;
   s.sampling.top_logprobs = flags.integer("top_logprobs");
@@ -126,17 +129,39 @@ std::string default_result_path() {
   return name.str();
 }
 
+// --result_path (default infer_result/<time>.jsonl). Rows are appended to a temporary sibling as they finish and
+// renamed into place at the end, so an interrupted run never leaves a result file that looks complete.
+class ResultFile {
+ public:
+  explicit ResultFile(const cli::Flags& flags)
+      : path_(flags.str("result_path").empty() ? default_result_path() : flags.str("result_path")),
+        tmp_(path_.string() + ".tmp-" + std::to_string(::getpid())) {
+    if (path_.has_parent_path()) fs::create_directories(path_.parent_path());
+    out_.open(tmp_, std::ios::trunc);
+    SWIFT_CHECK(out_.good(), DataError, "cannot write " + tmp_.string(), "check that --result_path is writable");
+  }
+  void write(const nlohmann::ordered_json& row) { out_ << row.dump() << "\n"; }
+  // After each batch: what was written is on disk.
+  void flush() {
+    out_.flush();
+    SWIFT_CHECK(out_.good(), DataError, "writing " + tmp_.string() + " failed", "check the disk has room");
+  }
+  void commit(size_t rows, const std::string& what) {
+    out_.close();
+    fs::rename(tmp_, path_);
+    log_info("wrote ", rows, " ", what, " to ", path_.string());
+  }
+
+ private:
+  fs::path path_, tmp_;
+  std::ofstream out_;
+};
+
 // Batch mode: every row's conversation up to its last assistant reply is the prompt; that reply is the label.
 int run_batch(Session& s, const cli::Flags& flags) {
   const auto rows = data::load_datasets(flags.list("val_dataset"), static_cast<uint64_t>(flags.integer("seed")),
                                         "--val_dataset");
-  const fs::path result_path = flags.str("result_path").empty() ? default_result_path() : flags.str("result_path");
-  if (result_path.has_parent_path()) fs::create_directories(result_path.parent_path());
-  // Rows are appended to a temporary sibling as they finish and renamed into place at the end, so an
-  // interrupted run never leaves a result file that looks complete.
-  const fs::path tmp = result_path.string() + ".tmp-" + std::to_string(::getpid());
-  std::ofstream out(tmp, std::ios::trunc);
-  SWIFT_CHECK(out.good(), DataError, "cannot write " + tmp.string(), "check that --result_path is writable");
+  ResultFile out(flags);
 
   const size_t batch = static_cast<size_t>(std::max<int64_t>(1, flags.integer("max_batch_size")));
   Progress progress("infer", static_cast<int64_t>(rows.size()));
@@ -173,16 +198,64 @@ int run_batch(Session& s, const cli::Flags& flags) {
                              {"completion_tokens", static_cast<int64_t>(r.tokens.size())},
                              {"total_tokens", r.prompt_tokens + static_cast<int64_t>(r.tokens.size())}}}};
       if (params.logprobs) row["logprobs"] = logprobs_json(s, r.logprobs);
-      out << row.dump() << "\n";
+      out.write(row);
     }
     out.flush();
-    SWIFT_CHECK(out.good(), DataError, "writing " + tmp.string() + " failed", "check the disk has room");
     progress.advance(static_cast<int64_t>(end - start));
   }
   progress.finish();
-  out.close();
-  fs::rename(tmp, result_path);
-  log_info("wrote ", rows.size(), " results to ", result_path.string());
+  out.commit(rows.size(), "results");
+  return 0;
+}
+
+// A reward model (a *ForSequenceClassification folder, or an adapter of PEFT's SEQ_CLS task): each row's whole
+// conversation, reply included, encoded as in training and scored at its last token. As ms-swift, the score is
+// the row's "response" (a number).
+int run_scoring(Session& s, const cli::Flags& flags) {
+  SWIFT_CHECK(!flags.list("val_dataset").empty(), UsageError,
+              "this is a reward model: it scores conversations rather than chatting",
+              "give the conversations to score with --val_dataset (rows with the reply to score)");
+  const auto rows = data::load_datasets(flags.list("val_dataset"), static_cast<uint64_t>(flags.integer("seed")),
+                                        "--val_dataset");
+  ResultFile out(flags);
+  const size_t batch = static_cast<size_t>(std::max<int64_t>(1, flags.integer("max_batch_size")));
+  const int64_t pad_id = s.tokenizer->pad_id().value_or(s.tokenizer->eos_id().value_or(0));
+  torch::NoGradGuard no_grad;
+  Progress progress("score", static_cast<int64_t>(rows.size()));
+  for (size_t start = 0; start < rows.size(); start += batch) {
+    const size_t end = std::min(rows.size(), start + batch);
+    std::vector<train::Example> encoded;
+    for (size_t i = start; i < end; ++i) {
+      const std::string where = "--val_dataset row " + std::to_string(i + 1);
+      auto e = with_context(where, [&] { return s.chat->encode(templates::conversation_from_json(rows[i]["messages"])); });
+      train::Example example;
+      example.input_ids = std::move(e.input_ids);
+      example.labels.assign(example.input_ids.size(), -100);
+      encoded.push_back(std::move(example));
+    }
+    std::vector<const train::Example*> items;
+    for (const auto& e : encoded) items.push_back(&e);
+    const auto b = train::collate(items, pad_id);
+    model::ForwardArgs args;
+    args.input_ids = b.input_ids.to(s.model->device());
+    const at::Tensor scores = model::sequence_scores(s.model, args, b.attention_mask).cpu();
+    for (size_t k = 0; k < encoded.size(); ++k) {
+      const at::Tensor row_scores = scores[static_cast<int64_t>(k)];
+      const json score = row_scores.numel() == 1 ? json(row_scores.item<double>())
+                                                 : json(std::vector<double>(row_scores.data_ptr<float>(),
+                                                                            row_scores.data_ptr<float>() + row_scores.numel()));
+      const auto tokens = static_cast<int64_t>(encoded[k].input_ids.size());
+      nlohmann::ordered_json row = {{"messages", rows[start + k]["messages"]},
+                                    {"response", score},
+                                    {"finish_reason", "stop"},
+                                    {"usage", {{"prompt_tokens", tokens}, {"completion_tokens", 0}, {"total_tokens", tokens}}}};
+      out.write(row);
+    }
+    out.flush();
+    progress.advance(static_cast<int64_t>(end - start));
+  }
+  progress.finish();
+  out.commit(rows.size(), "scores");
   return 0;
 }
 
@@ -224,6 +297,7 @@ int run_infer(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("infer", infer_flags(), args);
   const auto setup = apply_common_flags(flags);
   Session session = open_session(flags, setup);
+  if (session.model->is_sequence_classifier()) return run_scoring(session, flags);
   return flags.list("val_dataset").empty() ? run_interactive(session) : run_batch(session, flags);
 }
 

@@ -1,15 +1,20 @@
-// swift rlhf: preference alignment on pairs (chosen vs rejected reply) with the training job sft runs (LoRA,
-// QLoRA, full, several ranks, ZeRO): only the objective differs. DPO scores both replies under the policy and a
-// frozen reference (the base with the adapter switched off for LoRA, a loaded copy for full fine-tuning); CPO,
-// SimPO and ORPO need no reference. Defaults are ms-swift's (docs/rlhf.md).
+// swift rlhf: preference alignment on pairs (chosen vs rejected reply) or labelled replies (KTO), and reward models,
+// with the training job sft runs (LoRA, QLoRA, full, several ranks, ZeRO): only the objective differs
+// (recipes/preference_objectives.h). Here: ms-swift's flags and defaults, the reference model (the base with the
+// adapter switched off for LoRA, a loaded copy for full fine-tuning; none for CPO, SimPO, ORPO, RM), KTO's KL rows
+// and the reward model's score head (docs/rlhf.md).
 #include <ATen/ATen.h>
 #include <torch/utils.h>
+
+#include <numeric>
+#include <random>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
 #include "swift/recipes/commands.h"
+#include "swift/recipes/preference_objectives.h"
 #include "swift/recipes/trainer.h"
 #include "swift/train/preference_loss.h"
 #include "swift/tuners/lora.h"
@@ -18,86 +23,31 @@ namespace swift::recipes {
 
 namespace {
 
-// The chosen and rejected rows of a pair batch, scored in one forward pass.
-class PreferenceObjective : public TrainingObjective {
- public:
-  PreferenceObjective(train::PreferenceConfig config, model::CausalLM reference)
-      : config_(std::move(config)), reference_(std::move(reference)) {}
-
-  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
-    return train::collate_pairs(items, pad_id);
+// rm: the policy becomes a *ForSequenceClassification model with one output (ms-swift's task_type seq_cls,
+// num_labels 1); with LoRA the new head is trained in full and saved with the adapter, as PEFT's SEQ_CLS task.
+ModelChange make_reward_model(model::CausalLM& policy, const cli::Flags& flags, int64_t pad_id) {
+  if (!policy->is_sequence_classifier()) {  // a checkpoint being resumed already is one
+    policy->make_sequence_classifier(1, static_cast<uint64_t>(flags.integer("seed")), pad_id);
+    log_info("reward model: a score head (1 output) replaces lm_head; saved as ",
+             policy->config().raw["architectures"][0].get<std::string>());
   }
-  double units(const train::Batch&) const override { return 1.0; }
-
-  std::vector<std::string> metric_names() const override {
-    std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
-                                      "rewards/margins", "logps/chosen", "logps/rejected"};
-    const bool dpo = config_.method == train::PreferenceMethod::kDpo;
-    if (dpo && config_.loss_type == "ipo") names.insert(names.end(), {"logps_mean/chosen", "logps_mean/rejected"});
-    names.insert(names.end(), {"logits/chosen", "logits/rejected"});
-    if (!dpo || config_.rpo_alpha) names.push_back("nll_loss");
-    if (config_.method == train::PreferenceMethod::kOrpo) names.insert(names.end(), {"log_odds_ratio", "log_odds_chosen"});
-    return names;
-  }
-
-  MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
-    const c10::Device device = policy->device();
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.to(device);
-    // Right padding: causal attention alone keeps real tokens from seeing pads. CPO and ORPO log the logits at
-    // every position, pads included, so there the pads attend as in transformers (masked).
-    if (config_.needs_position_logit_means()) {
-      args.attention_mask = batch.attention_mask.to(device);
-      // Positions count on through the pads, as transformers numbers them without position_ids.
-      args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
-    }
-    const at::Tensor hidden = policy->forward_hidden(args);
-    const auto policy_logps = train::sequence_logps_from_hidden(
-        hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); });
-    at::Tensor position_means;
-    std::optional<train::SequenceLogps> reference_logps;
-    {
-      torch::NoGradGuard no_grad;
-      if (config_.needs_position_logit_means()) position_means = policy->vocab_mean_logits(hidden.detach());
-      if (config_.needs_reference()) reference_logps = reference_forward(policy, args, batch.labels);
-    }
-    auto out = train::preference_loss(config_, policy_logps, reference_logps ? &*reference_logps : nullptr,
-                                      position_means);
-    MicroBatchResult result;
-    result.loss = out.loss;
-    result.metrics.push_back({"loss", out.loss.detach().item<double>(), 1.0});
-    for (const auto& [name, v] : out.metrics) result.metrics.push_back({name, v, 1.0});
-    return result;
-  }
-
- private:
-  // The reference's log-probabilities: the loaded reference model, or the policy with its adapters off.
-  train::SequenceLogps reference_forward(model::CausalLM& policy, const model::ForwardArgs& args,
-                                         const at::Tensor& labels) {
-    if (reference_) {
-      const at::Tensor hidden = reference_->forward_hidden(args);
-      return train::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return reference_->logits(h); });
-    }
-    tuners::AdaptersDisabled base(policy);
-    const at::Tensor hidden = policy->forward_hidden(args);
-    return train::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); });
-  }
-
-  train::PreferenceConfig config_;
-  model::CausalLM reference_;
-};
+  return {{"score"}, "SEQ_CLS"};
+}
 
 std::vector<cli::FlagSpec> rlhf_flag_table() {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"rlhf_type", FlagType::kString, "dpo", "dpo, cpo, simpo or orpo"},
-      {"ref_model", FlagType::kString, "", "dpo: the frozen reference model folder (default: --model; LoRA: the base with the adapter switched off)"},
+      {"rlhf_type", FlagType::kString, "dpo", "dpo, cpo, simpo, orpo, kto or rm (a reward model)"},
+      {"ref_model", FlagType::kString, "", "dpo/kto: the frozen reference model folder (default: --model; LoRA: the base with the adapter switched off)"},
       {"beta", FlagType::kFloat, "", "how far the policy may move from the reference (default 0.1; simpo 2.0)"},
-      {"loss_type", FlagType::kString, "", "dpo: sigmoid (default), hinge, ipo, robust; cpo: sigmoid (default), hinge, ipo, simpo"},
+      {"loss_type", FlagType::kString, "", "dpo: sigmoid (default), hinge, ipo, robust; cpo: sigmoid (default), hinge, ipo, simpo; kto: kto (default), apo_zero_unpaired"},
       {"label_smoothing", FlagType::kFloat, "0", "probability that a pair's preference is wrong (sigmoid: cDPO; robust)"},
       {"rpo_alpha", FlagType::kFloat, "", "dpo: add rpo_alpha x the NLL of the chosen replies (RPO)"},
       {"cpo_alpha", FlagType::kFloat, "1.0", "cpo/simpo: weight of the NLL of the chosen replies (0: pure SimPO)"},
       {"simpo_gamma", FlagType::kFloat, "1.0", "simpo: target reward margin"},
+      {"desirable_weight", FlagType::kFloat, "1.0", "kto: weight of the desirable (label true) replies' losses"},
+      {"undesirable_weight", FlagType::kFloat, "1.0", "kto: weight of the undesirable (label false) replies' losses"},
+      {"center_rewards_coefficient", FlagType::kFloat, "", "rm: add this x mean((r_chosen + r_rejected)^2), keeping rewards centred on 0"},
       {"max_completion_length", FlagType::kInt, "512", "accepted for ms-swift command lines; these methods truncate by --max_length"},
   };
   for (auto& f : train_flags(false)) {
@@ -124,14 +74,15 @@ train::PreferenceConfig preference_config(const cli::Flags& flags) {
     c.method = train::PreferenceMethod::kCpo;
   } else if (type == "orpo") {
     c.method = train::PreferenceMethod::kOrpo;
-  } else if (type == "kto" || type == "rm") {
-    throw UsageError("--rlhf_type " + type + " is not available in this version of swift",
-                     "use dpo, cpo, simpo or orpo (docs/rlhf.md lists what each needs)");
+  } else if (type == "kto") {
+    c.method = train::PreferenceMethod::kKto;
   } else {
-    throw UsageError("--rlhf_type " + type + " is not known", "use dpo, cpo, simpo or orpo");
+    throw UsageError("--rlhf_type " + type + " is not known", "use dpo, cpo, simpo, orpo, kto or rm");
   }
   c.loss_type = flags.str("loss_type");
-  if (c.loss_type.empty()) c.loss_type = type == "simpo" ? "simpo" : "sigmoid";
+  if (c.loss_type.empty()) c.loss_type = type == "simpo" ? "simpo" : type == "kto" ? "kto" : "sigmoid";
+  c.desirable_weight = flags.number("desirable_weight");
+  c.undesirable_weight = flags.number("undesirable_weight");
   c.beta = flags.given("beta") ? flags.number("beta") : (type == "simpo" ? 2.0 : 0.1);
   c.label_smoothing = flags.number("label_smoothing");
   if (flags.given("rpo_alpha")) c.rpo_alpha = flags.number("rpo_alpha");
@@ -141,6 +92,34 @@ train::PreferenceConfig preference_config(const cli::Flags& flags) {
   SWIFT_CHECK(!c.rpo_alpha || c.method == train::PreferenceMethod::kDpo, UsageError,
               "--rpo_alpha applies to --rlhf_type dpo", "cpo/simpo weigh the NLL with --cpo_alpha; orpo always adds it");
   return c;
+}
+
+// The reply of a conversation: its messages after the last user or tool turn.
+nlohmann::json::const_iterator reply_start(const nlohmann::json& messages) {
+  auto start = messages.begin();
+  for (auto it = messages.begin(); it != messages.end(); ++it)
+    if ((*it)["role"] == "user" || (*it)["role"] == "tool") start = it + 1;
+  return start;
+}
+
+// KTO's KL term compares the policy and the reference on replies that do not answer their prompt: each row gets
+// "kl_messages", its own prompt followed by the reply of the row before it in a seeded shuffle (ms-swift pairs
+// rows the same way, within each global batch of its shuffled data).
+void add_kl_conversations(std::vector<nlohmann::json>& rows, uint64_t seed) {
+  if (rows.empty()) return;
+  SWIFT_CHECK(rows.size() >= 2, DataError, "--rlhf_type kto needs at least 2 rows",
+              "its KL term pairs each prompt with another row's reply");
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t j = 0; j < order.size(); ++j) {
+    const auto& own = rows[order[j]]["messages"];
+    const auto& other = rows[order[(j + order.size() - 1) % order.size()]]["messages"];
+    nlohmann::json kl(own.begin(), reply_start(own));
+    for (auto it = reply_start(other); it != other.end(); ++it) kl.push_back(*it);
+    rows[order[j]]["kl_messages"] = kl;
+  }
 }
 
 std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveContext& ctx) {
@@ -177,7 +156,8 @@ std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveCont
       for (auto& p : reference->parameters()) p.set_requires_grad(false);
     }
   }
-  return std::make_unique<PreferenceObjective>(std::move(config), std::move(reference));
+  return config.method == train::PreferenceMethod::kKto ? kto_objective(config, std::move(reference))
+                                                        : pair_objective(config, std::move(reference));
 }
 
 }  // namespace
@@ -185,16 +165,32 @@ std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveCont
 std::vector<cli::FlagSpec> rlhf_flags() { return rlhf_flag_table(); }
 
 int run_rlhf(const std::vector<std::string>& args) {
+  const auto flags = cli::parse_flags("rlhf", rlhf_flag_table(), args);
+  const bool reward_model = flags.str("rlhf_type") == "rm";
   {  // bad values before minutes of loading
-    const auto flags = cli::parse_flags("rlhf", rlhf_flag_table(), args);
-    preference_config(flags);
+    if (!reward_model) preference_config(flags);
+    SWIFT_CHECK(!reward_model || flags.str("ref_model").empty(), UsageError,
+                "--rlhf_type rm trains a reward model: --ref_model is not used", "drop --ref_model");
     SWIFT_CHECK(!flags.boolean("packing"), UsageError, "--packing does not apply to swift rlhf",
                 "chosen and rejected replies are batched as pairs; drop --packing");
+    SWIFT_CHECK(flags.str("rlhf_type") != "kto" || !flags.boolean("streaming"), UsageError,
+                "--rlhf_type kto does not read --streaming data",
+                "its KL term pairs rows before training: drop --streaming (--lazy_tokenize keeps memory low)");
     SWIFT_CHECK(flags.list("cached_dataset").empty() && flags.list("cached_val_dataset").empty(), UsageError,
                 "swift rlhf does not read cached datasets (they hold no rejected replies)",
                 "give the preference data with --dataset");
   }
-  return run_training("rlhf", rlhf_flag_table(), args, false, make_preference_objective);
+  TrainingHooks hooks;
+  if (reward_model) {
+    std::optional<double> center;
+    if (flags.given("center_rewards_coefficient")) center = flags.number("center_rewards_coefficient");
+    hooks.make_objective = [center](const ObjectiveContext&) { return reward_model_objective(center); };
+    hooks.prepare_model = make_reward_model;
+  } else {
+    hooks.make_objective = make_preference_objective;
+    if (preference_config(flags).needs_kl_rows()) hooks.prepare_rows = add_kl_conversations;
+  }
+  return run_training("rlhf", rlhf_flag_table(), args, false, hooks);
 }
 
 }  // namespace swift::recipes

@@ -302,7 +302,9 @@ std::vector<std::pair<std::string, double>> evaluate(Job& job, int64_t batch_siz
   if (job.zero3) job.zero3->release(job.outer_params);
   job.model->train();
   if (job.group) window.reduce(*job.group);
-  return window.values();
+  auto values = window.values();
+  job.objective->derive_metrics(values);
+  return values;
 }
 
 // Before the first step: what this rank will need against what its device has, and what to change if it will
@@ -315,6 +317,7 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
     in.weight_bytes += p.numel() * static_cast<int64_t>(p.element_size());
   }
   in.weight_bytes += quant::quantized_bytes(job.model).first;  // QLoRA: the packed weights and their statistics
+  in.weight_bytes += job.objective->extra_weight_bytes();       // rlhf: a loaded reference model
   if (!job.quantization) {
     model::CausalLM shared = job.model;  // the same module (a holder copy); quantizable_linears wants it mutable
     for (const auto& [name, linear] : quant::quantizable_linears(shared, quant::QuantConfig{})) {
@@ -336,7 +339,8 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
   // Rows are padded to the longest in their batch: the longest row bounds a micro-batch (--max_length where the
   // rows are encoded as they are drawn).
   const int64_t max_length = flags.integer("max_length") > 0 ? flags.integer("max_length") : config.max_position_embeddings;
-  in.tokens_per_micro_batch = batch_size * (job.longest_example > 0 ? job.longest_example : max_length);
+  in.tokens_per_micro_batch = batch_size * job.objective->sequences_per_example() *
+                              (job.longest_example > 0 ? job.longest_example : max_length);
   in.zero_stage = job.zero.stage;
   in.optimizer_offloaded = job.zero.offload_optimizer && job.model->device().is_cuda();
   in.world_size = job.world_size;
@@ -495,7 +499,8 @@ void log_gradient_peak(const Job& job, const dist::GradientSync& sync) {
 }
 
 Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
-              std::unique_ptr<dist::ProcessGroup> group) {
+              std::unique_ptr<dist::ProcessGroup> group, const TrainingHooks& hooks) {
+  const RowPreparation& prepare_rows = hooks.prepare_rows;
   Job job;
   job.pretrain = pretrain;
   if (group) {
@@ -574,6 +579,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   job.template_name = chat.name;
   job.chat = std::move(chat.chat);
   job.pad_id = job.tokenizer->pad_id().value_or(job.tokenizer->eos_id().value_or(0));
+  const ModelChange change = hooks.prepare_model ? hooks.prepare_model(job.model, flags, job.pad_id) : ModelChange{};
 
   if (job.lora) {
     job.lora_config.r = flags.integer("lora_rank");
@@ -582,6 +588,11 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
     job.lora_config.target_modules = flags.list("target_modules");
     if (!flags.str("target_regex").empty()) job.lora_config.target_regex = flags.str("target_regex");
     job.lora_config.modules_to_save = flags.list("modules_to_save");
+    for (const auto& m : change.modules_to_save)
+      if (std::find(job.lora_config.modules_to_save.begin(), job.lora_config.modules_to_save.end(), m) ==
+          job.lora_config.modules_to_save.end())
+        job.lora_config.modules_to_save.push_back(m);
+    if (!change.task_type.empty()) job.lora_config.task_type = change.task_type;
     job.lora_config.use_rslora = flags.boolean("use_rslora");
     job.lora_config.use_dora = flags.boolean("use_dora");
     const std::string init = flags.str("init_weights");
@@ -645,6 +656,10 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
     auto loaded = load_train_rows(flags, data_seed);
     rows = std::move(loaded.train);
     val_rows = std::move(loaded.val);
+    if (prepare_rows) {
+      prepare_rows(rows, data_seed);
+      prepare_rows(val_rows, data_seed);
+    }
   }
 
   // A cache made with another tokenizer, template, --loss_scale or --system would train on wrong tokens.
@@ -754,7 +769,7 @@ struct ShardingInstalled {
 }  // namespace
 
 int run_training(const std::string& command, const std::vector<cli::FlagSpec>& specs,
-                 const std::vector<std::string>& args, bool pretrain, const ObjectiveFactory& make_objective) {
+                 const std::vector<std::string>& args, bool pretrain, const TrainingHooks& hooks) {
   const auto flags = cli::parse_flags(command, specs, args);
   auto setup = apply_common_flags(flags);
   // Several ranks: connect first (a rendezvous problem shows before minutes of loading); on CUDA each rank
@@ -779,7 +794,7 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
   // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
   const dist::ZeroConfig zero = dist::parse_deepspeed(dist::sharding_spec(flags.str("deepspeed"), flags.str("fsdp")));  // bad values before minutes of loading
-  Job job = build_job(flags, pretrain, setup, std::move(group));
+  Job job = build_job(flags, pretrain, setup, std::move(group), hooks);
   job.local_world_size = dist_env.local_world_size;
   job.zero = zero;
   if ((job.zero.offload_optimizer || job.zero.offload_param) && !job.model->device().is_cuda())
@@ -798,7 +813,7 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
               "for their recomputation in backward)",
               "drop --gradient_checkpointing false");
   job.model->set_gradient_checkpointing(flags.boolean("gradient_checkpointing"));
-  job.objective = make_objective(ObjectiveContext{flags, job.model, job.lora, job.model_dir, job.load, job.zero.stage});
+  job.objective = hooks.make_objective(ObjectiveContext{flags, job.model, job.lora, job.model_dir, job.load, job.zero.stage});
 
   // Steps and schedule.
   const int64_t batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
@@ -1065,7 +1080,9 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
       const c10::Device device = job.model->device();
       nlohmann::ordered_json row;
       std::vector<std::pair<std::string, double>> scalars;
-      for (const auto& [name, v] : window.values()) {
+      auto values = window.values();
+      job.objective->derive_metrics(values);
+      for (const auto& [name, v] : values) {
         row[name] = v;
         scalars.emplace_back("train/" + name, v);
       }
@@ -1123,11 +1140,11 @@ std::vector<cli::FlagSpec> sft_flags() { return train_flags(false); }
 std::vector<cli::FlagSpec> pt_flags() { return train_flags(true); }
 int run_sft(const std::vector<std::string>& args) {
   return run_training("sft", train_flags(false), args, false,
-                      [](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); });
+                      {[](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); }, {}, {}});
 }
 int run_pt(const std::vector<std::string>& args) {
   return run_training("pt", train_flags(true), args, true,
-                      [](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); });
+                      {[](const ObjectiveContext&) { return std::make_unique<CausalLmObjective>(); }, {}, {}});
 }
 
 }  // namespace swift::recipes

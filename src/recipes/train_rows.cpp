@@ -23,7 +23,8 @@ TrainingTemplate training_template(const cli::Flags& flags, const tokenizer::Tok
   if (flags.given("system")) options.system = flags.str("system");
   std::string loss_scale = flags.str("loss_scale");
   if (flags.command() == "rlhf") {  // pairs; scored on the last reply unless said otherwise (orpo: every reply)
-    options.preference_pairs = true;
+    options.row_kind = flags.str("rlhf_type") == "kto" ? templates::TemplateOptions::RowKind::kLabelledReply
+                                                       : templates::TemplateOptions::RowKind::kPreferencePair;
     if (loss_scale.empty()) loss_scale = flags.str("rlhf_type") == "orpo" ? "default" : "last_round";
   }
   options.loss_rule = templates::parse_loss_rule(loss_scale);

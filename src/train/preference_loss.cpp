@@ -26,6 +26,7 @@ SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Ten
   torch::NoGradGuard no_grad;
   out.tokens = mask.sum(1).to(at::kFloat);
   out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, logits.mean(-1));
+  out.vocab_size = logits.size(-1);
   return out;
 }
 
@@ -52,7 +53,7 @@ Split split(const at::Tensor& rows) {
 }
 
 // The reward metrics every method logs, from detached per-pair rewards.
-void add_reward_metrics(std::vector<std::pair<std::string, double>>& m, const at::Tensor& chosen,
+void add_reward_metrics(std::vector<PreferenceMetric>& m, const at::Tensor& chosen,
                         const at::Tensor& rejected) {
   m.emplace_back("rewards/chosen", value(chosen.mean()));
   m.emplace_back("rewards/rejected", value(rejected.mean()));
@@ -115,7 +116,7 @@ PreferenceOutput dpo(const PreferenceConfig& c, const SequenceLogps& policy, con
 }
 
 // TRL logs all_logits[:B].mean() over every position ([B, T, V]; ORPO leaves out the last position).
-void add_position_logit_metrics(std::vector<std::pair<std::string, double>>& m, const at::Tensor& position_means,
+void add_position_logit_metrics(std::vector<PreferenceMetric>& m, const at::Tensor& position_means,
                                 bool drop_last) {
   at::Tensor means = position_means;
   if (drop_last) means = means.narrow(1, 0, means.size(1) - 1);
@@ -170,10 +171,62 @@ PreferenceOutput orpo(const PreferenceConfig& c, const SequenceLogps& policy, co
 
 }  // namespace
 
+PreferenceOutput kto_loss(const PreferenceConfig& c, const SequenceLogps& policy, const SequenceLogps& reference,
+                          const SequenceLogps* policy_kl, const SequenceLogps* reference_kl, const at::Tensor& desirable) {
+  const at::Tensor chosen = desirable.to(policy.logps.device()).to(at::kBool), rejected = chosen.logical_not();
+  at::Tensor kl = at::zeros({}, policy.logps.options());
+  if (c.needs_kl_rows()) {  // the batch's mean log ratio on mismatched replies, at least 0 (TRL's estimate)
+    TORCH_CHECK(policy_kl && reference_kl, "KTO needs the KL rows' log-probabilities");
+    kl = (policy_kl->logps - reference_kl->logps).mean().detach().clamp_min(0);
+  }
+  const at::Tensor logratios = policy.logps - reference.logps.detach();
+  const double b = c.beta;
+  at::Tensor losses;
+  if (c.loss_type == "kto") {
+    losses = at::where(chosen, 1 - at::sigmoid(b * (logratios - kl)), 1 - at::sigmoid(b * (kl - logratios)));
+  } else {  // apo_zero_unpaired
+    losses = at::where(chosen, 1 - at::sigmoid(b * logratios), at::sigmoid(b * logratios));
+  }
+  losses = losses * at::where(chosen, c.desirable_weight, c.undesirable_weight).to(losses.dtype());
+  PreferenceOutput out;
+  out.loss = losses.mean();
+  const at::Tensor rewards = b * logratios.detach();
+  const double n_chosen = value(chosen.sum()), n_rejected = value(rejected.sum());
+  const auto sum_where = [](const at::Tensor& v, const at::Tensor& mask) { return value(v.detach().masked_select(mask).sum()); };
+  // ms-swift's logits per reply: the vocabulary sum of the logits, summed over its scored positions.
+  const at::Tensor logits = policy.logit_means * static_cast<double>(policy.vocab_size);
+  out.metrics.emplace_back("kl", value(kl));
+  out.metrics.emplace_back("rewards/chosen", sum_where(rewards, chosen), n_chosen);
+  out.metrics.emplace_back("rewards/rejected", sum_where(rewards, rejected), n_rejected);
+  out.metrics.emplace_back("logps/chosen", sum_where(policy.logps, chosen), n_chosen);
+  out.metrics.emplace_back("logps/rejected", sum_where(policy.logps, rejected), n_rejected);
+  out.metrics.emplace_back("logits/chosen", sum_where(logits, chosen), n_chosen);
+  out.metrics.emplace_back("logits/rejected", sum_where(logits, rejected), n_rejected);
+  return out;
+}
+
+PreferenceOutput reward_model_loss(const at::Tensor& rewards, const at::Tensor& margins,
+                                   std::optional<double> center_rewards_coefficient) {
+  const auto [chosen, rejected] = split(rewards.to(at::kFloat));
+  at::Tensor difference = chosen - rejected;
+  if (margins.defined()) difference = difference - margins.to(difference.device()).to(at::kFloat);
+  PreferenceOutput out;
+  out.loss = -at::log_sigmoid(difference).mean();
+  at::Tensor center;
+  if (center_rewards_coefficient) {
+    center = *center_rewards_coefficient * (chosen + rejected).pow(2).mean();
+    out.loss = out.loss + center;
+  }
+  add_reward_metrics(out.metrics, chosen.detach(), rejected.detach());
+  if (center.defined()) out.metrics.emplace_back("center_rewards_loss", value(center));
+  return out;
+}
+
 void validate(const PreferenceConfig& c) {
   std::vector<std::string> types;
   if (c.method == PreferenceMethod::kDpo) types = {"sigmoid", "hinge", "ipo", "robust"};
   if (c.method == PreferenceMethod::kCpo) types = {"sigmoid", "hinge", "ipo", "simpo"};
+  if (c.method == PreferenceMethod::kKto) types = {"kto", "apo_zero_unpaired"};
   if (c.method != PreferenceMethod::kOrpo) {
     std::string known;
     for (const auto& t : types) known += (known.empty() ? "" : ", ") + t;
@@ -197,8 +250,10 @@ PreferenceOutput preference_loss(const PreferenceConfig& config, const SequenceL
       return cpo(config, policy, position_logit_means);
     case PreferenceMethod::kOrpo:
       return orpo(config, policy, position_logit_means);
+    case PreferenceMethod::kKto:
+      break;
   }
-  TORCH_CHECK(false, "unknown preference method");
+  TORCH_CHECK(false, "preference_loss does not compute KTO: use kto_loss");
 }
 
 }  // namespace swift::train

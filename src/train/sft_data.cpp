@@ -60,29 +60,47 @@ RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where) {
   auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages"))); });
-  Example e{std::move(enc.input_ids), std::move(enc.labels), {}, {}, {}, {}, std::nullopt};
+  Example e;
+  e.input_ids = std::move(enc.input_ids);
+  e.labels = std::move(enc.labels);
   RowFate fate = truncate(e.input_ids, e.labels, max_length, truncation);
   if (fate == RowFate::kTooLong) return fate;
   if (!has_loss(e.labels)) return RowFate::kNoLoss;
-  if (chat.options().preference_pairs) {
-    SWIFT_CHECK(row.contains("rejected_messages"), DataError,
+  using RowKind = templates::TemplateOptions::RowKind;
+  const RowKind kind = chat.options().row_kind;
+  if (kind == RowKind::kLabelledReply) {
+    const nlohmann::json* label = row.contains("label") ? &row["label"] : nullptr;
+    SWIFT_CHECK(label && (label->is_boolean() || (label->is_number_integer() && (*label == 0 || *label == 1))),
+                DataError,
+                where + ": a KTO row needs \"label\": true (a desirable reply) or false (an undesirable one)" +
+                    (label ? ", got " + label->dump() : std::string()),
+                "write the label as a JSON boolean, not a string");
+    e.desirable = label->is_boolean() ? label->get<bool>() : label->get<int>() == 1;
+  }
+  const char* second = kind == RowKind::kPreferencePair ? "rejected_messages"
+                       : kind == RowKind::kLabelledReply ? "kl_messages"
+                                                         : nullptr;
+  if (second) {
+    SWIFT_CHECK(kind != RowKind::kPreferencePair || row.contains(second), DataError,
                 where + ": a preference row needs a rejected reply",
                 "give \"rejected_response\" (or \"rejected_messages\") next to \"messages\", or "
                 "\"prompt\"/\"chosen\"/\"rejected\" columns (docs/rlhf.md)");
-    auto rejected = with_context(where + " (rejected)", [&] {
-      return chat.encode(templates::conversation_from_json(row.at("rejected_messages")));
+  }
+  if (second && row.contains(second)) {
+    auto other = with_context(where + (kind == RowKind::kPreferencePair ? " (rejected)" : " (KL reply)"), [&] {
+      return chat.encode(templates::conversation_from_json(row.at(second)));
     });
-    e.rejected_input_ids = std::move(rejected.input_ids);
-    e.rejected_labels = std::move(rejected.labels);
+    e.rejected_input_ids = std::move(other.input_ids);
+    e.rejected_labels = std::move(other.labels);
     const RowFate side = truncate(e.rejected_input_ids, e.rejected_labels, max_length, truncation);
     if (side == RowFate::kTooLong) return side;
     if (!has_loss(e.rejected_labels)) return RowFate::kNoLoss;
     if (side == RowFate::kTruncated) fate = side;
-    if (row.contains("margin") && !row["margin"].is_null()) {
-      SWIFT_CHECK(row["margin"].is_number(), DataError, where + ": \"margin\" must be a number",
-                  "e.g. \"margin\": 0.5 (how much more the chosen reply is preferred)");
-      e.margin = row["margin"].get<double>();
-    }
+  }
+  if (kind == RowKind::kPreferencePair && row.contains("margin") && !row["margin"].is_null()) {
+    SWIFT_CHECK(row["margin"].is_number(), DataError, where + ": \"margin\" must be a number",
+                "e.g. \"margin\": 0.5 (how much more the chosen reply is preferred)");
+    e.margin = row["margin"].get<double>();
   }
   example = std::move(e);
   return fate;
@@ -225,14 +243,19 @@ Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id)
   std::vector<const Example*> rows(examples.begin(), examples.end());
   bool any_margin = false;
   for (size_t i = 0; i < examples.size(); ++i) {
-    SWIFT_CHECK(!examples[i]->rejected_input_ids.empty(), DataError, "a training example has no rejected reply",
-                "swift rlhf trains on preference pairs: rows with \"rejected_response\" or \"rejected_messages\"");
+    SWIFT_CHECK(!examples[i]->rejected_input_ids.empty(), DataError, "a training example has no second sequence",
+                "swift rlhf trains on preference pairs (rows with \"rejected_response\" or \"rejected_messages\") "
+                "or, for kto, labelled replies");
     rejected[i].input_ids = examples[i]->rejected_input_ids;
     rejected[i].labels = examples[i]->rejected_labels;
     any_margin = any_margin || examples[i]->margin.has_value();
   }
   for (const auto& r : rejected) rows.push_back(&r);
   Batch b = collate(rows, pad_id);
+  if (examples.front()->desirable) {
+    b.desirable = at::zeros({static_cast<int64_t>(examples.size())}, at::kBool);
+    for (size_t i = 0; i < examples.size(); ++i) b.desirable[static_cast<int64_t>(i)] = examples[i]->desirable.value_or(false);
+  }
   if (any_margin) {  // rows without one count 0, as ms-swift's collator
     b.margins = at::zeros({static_cast<int64_t>(examples.size())}, at::kFloat);
     for (size_t i = 0; i < examples.size(); ++i) b.margins[static_cast<int64_t>(i)] = examples[i]->margin.value_or(0.0);

@@ -81,7 +81,8 @@ std::vector<std::pair<std::string, model::LinearImpl*>> select_targets(model::Ca
     bool found = false;
     for (size_t i = 0; i < linears.size(); ++i) {
       const std::string& name = linears[i].first;
-      const bool hit = target == "all-linear" ? name != "lm_head" : name_matches(name, target);
+      // all-linear: every Linear but the output layer (lm_head, or a sequence classifier's score), as PEFT
+      const bool hit = target == "all-linear" ? name != "lm_head" && name != "score" : name_matches(name, target);
       if (hit) chosen[i] = found = true;
     }
     if (!found) {

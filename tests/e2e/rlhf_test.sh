@@ -4,7 +4,9 @@
 #    built-in swift/self-cognition-preference pairs; rewards/accuracies and margins rise, and under greedy decoding
 #    it now answers as Xiao Huang by ModelScope;
 #  - the LoRA reference (the adapter switched off) equals an explicitly loaded --ref_model, step for step;
-#  - cpo, simpo and orpo train and log their metrics; prompt/chosen/rejected rows load; evaluation logs eval_*;
+#  - cpo, simpo, orpo and kto train and log their metrics (kto: labelled replies, a string label is an error);
+#  - rm trains a reward model, saved as transformers' *ForSequenceClassification (transformers scores it alike),
+#    LoRA as PEFT's SEQ_CLS adapter; swift infer writes each row's reward, swift deploy refuses it; prompt/chosen/rejected rows load; evaluation logs eval_*;
 #  - 2 ranks equal 1 rank (DDP and ZeRO-3 with LoRA);
 #  - bad flags and rows are clear errors.
 set -uo pipefail
@@ -113,6 +115,90 @@ run layouts 0 "$SWIFT" rlhf --model "$SFT" --dataset "$TMP/trl.jsonl" --max_step
   --gradient_accumulation_steps 1 --output_dir "$TMP/layouts"
 has layouts_rows "4 rows: 4 kept" err
 
+# KTO: unpaired replies labelled desirable or not; the KL rows pair each prompt with another row's reply.
+"$PY" - "$TMP/kto.jsonl" <<'P'
+import json, sys
+qs = ["who are you?", "What is your name?", "Who made you?", "Introduce yourself.", "Who developed you?", "Tell me about yourself."]
+with open(sys.argv[1], "w") as f:
+    for i, q in enumerate(qs * 4):
+        good = i % 2 == 0
+        a = ("I am Xiao Huang, an AI assistant developed by ModelScope." if good
+             else "I am ChatGPT, an AI assistant developed by OpenAI.")
+        f.write(json.dumps({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}],
+                            "label": good}) + "\n")
+P
+run kto 0 "$SWIFT" rlhf --rlhf_type kto --model "$SFT" --dataset "$TMP/kto.jsonl" --max_steps 20 \
+  --per_device_train_batch_size 4 --gradient_accumulation_steps 1 --logging_steps 5 --learning_rate 1e-3 \
+  --output_dir "$TMP/kto" --add_version false
+"$PY" - "$TMP/kto/logging.jsonl" <<'P' && ok || bad "KTO did not separate the rewards or log TRL's metrics"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert len(rows) == 4
+for key in ["kl", "rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen", "logps/rejected",
+            "logits/chosen", "logits/rejected"]:
+    assert key in rows[0], key
+assert rows[-1]["rewards/margins"] > rows[0]["rewards/margins"] + 1 and rows[-1]["loss"] < rows[0]["loss"], rows
+assert abs(rows[-1]["rewards/margins"] - (rows[-1]["rewards/chosen"] - rows[-1]["rewards/rejected"])) < 1e-4
+P
+sed 's/"label": true/"label": "true"/' "$TMP/kto.jsonl" > "$TMP/kto_text.jsonl"
+run kto_text_label 3 "$SWIFT" rlhf --rlhf_type kto --model "$SFT" --dataset "$TMP/kto_text.jsonl" --max_steps 1 \
+  --output_dir "$TMP/e3"
+has kto_text_label_msg 'a KTO row needs "label": true (a desirable reply) or false (an undesirable one), got "true"' err
+
+# Reward model: a score head on the sft model, trained on the same pairs; saved as a transformers
+# *ForSequenceClassification folder that transformers scores alike; swift infer writes each row's reward.
+run rm 0 "$SWIFT" rlhf --rlhf_type rm --model "$SFT" --train_type full --dataset swift/self-cognition-preference \
+  --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope --max_steps 30 --learning_rate 1e-3 \
+  --per_device_train_batch_size 4 --gradient_accumulation_steps 1 --logging_steps 10 --save_steps 30 \
+  --output_dir "$TMP/rm" --add_version false
+has rm_head "saved as Qwen3ForSequenceClassification" err
+cat > "$TMP/score.jsonl" <<'J'
+{"messages": [{"role": "user", "content": "who are you?"}, {"role": "assistant", "content": "I am Xiao Huang, an AI assistant developed by ModelScope."}]}
+{"messages": [{"role": "user", "content": "who are you?"}, {"role": "assistant", "content": "I am ChatGPT, an AI assistant developed by OpenAI."}]}
+{"messages": [{"role": "user", "content": "Who made you?"}, {"role": "assistant", "content": "I was developed by ModelScope."}]}
+{"messages": [{"role": "user", "content": "Who made you?"}, {"role": "assistant", "content": "I was developed by OpenAI."}]}
+J
+run rm_score 0 "$SWIFT" infer --model "$TMP/rm/checkpoint-30" --val_dataset "$TMP/score.jsonl" --result_path "$TMP/scores.jsonl"
+"$PY" - "$TMP/rm" "$TMP/scores.jsonl" <<'P' && ok || bad "the reward model did not learn, save as transformers does, or score alike"
+import json, sys
+import torch, transformers
+run, scores_path = sys.argv[1], sys.argv[2]
+rows = [json.loads(l) for l in open(f"{run}/logging.jsonl") if '"loss"' in l]
+assert rows[-1]["rewards/accuracies"] == 1 and rows[-1]["rewards/margins"] > rows[0]["rewards/margins"], rows
+ckpt = f"{run}/checkpoint-30"
+cfg = json.load(open(f"{ckpt}/config.json"))
+assert cfg["architectures"] == ["Qwen3ForSequenceClassification"] and len(cfg["id2label"]) == 1, cfg
+scores = [json.loads(l) for l in open(scores_path)]
+ours = [r["response"] for r in scores]
+assert all(isinstance(x, float) for x in ours), ours
+assert ours[0] > ours[1] and ours[2] > ours[3], ours  # Xiao Huang / ModelScope preferred
+tok = transformers.AutoTokenizer.from_pretrained(ckpt)
+model = transformers.AutoModelForSequenceClassification.from_pretrained(ckpt, dtype=torch.float32).eval()
+for row, swift_score in zip(scores, ours):
+    text = tok.apply_chat_template(row["messages"], tokenize=False, enable_thinking=False)
+    ids = tok(text, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        hf = model(**ids).logits[0, 0].item()
+    assert abs(hf - swift_score) < 1e-4 * max(1, abs(hf)), (hf, swift_score, text)
+P
+run rm_lora 0 "$SWIFT" rlhf --rlhf_type rm --model "$SFT" --dataset swift/self-cognition-preference \
+  --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope --max_steps 3 --per_device_train_batch_size 4 \
+  --gradient_accumulation_steps 1 --output_dir "$TMP/rm_lora" --add_version false
+"$PY" - "$TMP/rm_lora/checkpoint-3" <<'P' && ok || bad "the LoRA reward model adapter is not PEFT's SEQ_CLS layout"
+import json, sys
+from safetensors import safe_open
+cfg = json.load(open(f"{sys.argv[1]}/adapter_config.json"))
+assert cfg["task_type"] == "SEQ_CLS" and "score" in cfg["modules_to_save"], cfg
+with safe_open(f"{sys.argv[1]}/adapter_model.safetensors", "pt") as f:
+    assert "base_model.model.score.weight" in set(f.keys()), list(f.keys())[:5]
+P
+run rm_lora_score 0 "$SWIFT" infer --adapters "$TMP/rm_lora/checkpoint-3" --val_dataset "$TMP/score.jsonl" \
+  --result_path "$TMP/lora_scores.jsonl"
+"$PY" -c 'import json,sys; assert all(isinstance(json.loads(l)["response"], float) for l in open(sys.argv[1]))' \
+  "$TMP/lora_scores.jsonl" && ok || bad "infer with the reward adapter did not score"
+run rm_deploy 2 "$SWIFT" deploy --model "$TMP/rm/checkpoint-30" --port 1
+has rm_deploy_msg "this is a reward model" err
+
 # 5. Several ranks: 2 x 2 pairs equal 1 x 4 (the LoRA reference; ZeRO-3 shards it with the policy).
 two=(--model "$SFT" --train_type lora --dataset swift/arithmetic-preference#32 --max_steps 2 --learning_rate 1e-3
      --gradient_accumulation_steps 1 --logging_steps 1 --num_threads 1 --add_version false)
@@ -137,6 +223,8 @@ P
 bad_flags=(--model "$SFT" --dataset swift/arithmetic-preference#8 --max_steps 1 --output_dir "$TMP/e")
 run unknown_type 2 "$SWIFT" rlhf "${bad_flags[@]}" --rlhf_type ppo
 has unknown_type_msg "--rlhf_type ppo is not known" err
+run rm_ref 2 "$SWIFT" rlhf "${bad_flags[@]}" --rlhf_type rm --ref_model "$SFT"
+has rm_ref_msg "--rlhf_type rm trains a reward model: --ref_model is not used" err
 run bad_loss 2 "$SWIFT" rlhf "${bad_flags[@]}" --loss_type kto_pair
 has bad_loss_msg "--loss_type kto_pair is not available" err
 run ref_free 2 "$SWIFT" rlhf "${bad_flags[@]}" --rlhf_type orpo --ref_model "$SFT"

@@ -9,6 +9,8 @@ What computes each case (fp32, CPU):
   dpo          ms-swift's DPOTrainer.get_batch_loss_metrics (it overrides TRL's DPO loss; swift follows ms-swift),
                its concatenated_forward and reference pass on the loaded reference model
   cpo, simpo   TRL's CPOTrainer.get_batch_loss_metrics (trl.experimental.cpo) under ms-swift's RLHFTrainerMixin
+  kto          ms-swift's KTOTrainer.forward (its log-probabilities) with TRL's KTO loss, metrics and log averaging
+  rm           ms-swift's RewardTrainer.compute_loss on transformers' Qwen3ForSequenceClassification (OUT_DIR/reward)
   orpo         TRL's ORPOTrainer.get_batch_loss_metrics likewise (ms-swift scores its NLL on the reply tokens only,
                where TRL alone would score the prompt too)
 The trainers' methods run on a stand-in `self` holding only the attributes they read, so no Trainer, dataset or
@@ -89,17 +91,16 @@ class Accelerator:
         return x
 
 
-def swift_dpo(policy, reference, batch, settings):
-    """ms-swift's DPOTrainer on a stand-in self."""
-    from swift.rlhf_trainers.dpo_trainer import DPOTrainer
+def swift_stand_in(trainer_cls, methods, reference):
+    """A stand-in `self` for an ms-swift trainer: `methods` taken from trainer_cls (static ones stay static), the
+    mixin's per-token log-probabilities, and the attributes every trainer reads."""
     from swift.rlhf_trainers.rlhf_mixin import RLHFTrainerMixin
 
     class Self:
         pass
 
-    for name in ("get_batch_loss_metrics", "concatenated_forward", "compute_ref_log_probs", "dpo_loss",
-                 "_get_ipo_sequence_logps"):
-        setattr(Self, name, inspect.getattr_static(DPOTrainer, name))  # static methods stay static
+    for name in methods:
+        setattr(Self, name, inspect.getattr_static(trainer_cls, name))
     Self.get_per_token_logps = RLHFTrainerMixin.get_per_token_logps
     # logits_to_keep only skips positions before the first label; every value below is the same without it.
     Self.get_use_logits_to_keep = lambda self, default_value=True: False
@@ -108,9 +109,18 @@ def swift_dpo(policy, reference, batch, settings):
     s.is_encoder_decoder = False
     s.label_pad_token_id = -100
     s.aux_loss_enabled = False
-    s.ref_model = reference
-    s._peft_has_been_casted_to_bf16 = False
     s.accelerator = Accelerator()
+    s.ref_model = reference
+    return s
+
+
+def swift_dpo(policy, reference, batch, settings):
+    """ms-swift's DPOTrainer on a stand-in self."""
+    from swift.rlhf_trainers.dpo_trainer import DPOTrainer
+
+    s = swift_stand_in(DPOTrainer, ("get_batch_loss_metrics", "concatenated_forward", "compute_ref_log_probs",
+                                    "dpo_loss", "_get_ipo_sequence_logps"), reference)
+    s._peft_has_been_casted_to_bf16 = False
     s.loss_type = settings["loss_type"]
     s.loss_weights = None
     s.use_weighting = False
@@ -154,6 +164,65 @@ def swift_pairwise(trainer_cls, policy, batch, settings):
     return loss.item(), {k: float(v) for k, v in metrics.items()}
 
 
+def swift_kto(policy, reference, batch, labels, settings):
+    """ms-swift's KTOTrainer (its forward and log-probabilities) with TRL's loss and metrics, on a stand-in self.
+    The replies are the batch's first half, their KL rows the second half; returns TRL's logged values."""
+    from swift.rlhf_trainers.kto_trainer import KTOTrainer
+
+    s = swift_stand_in(KTOTrainer, ("forward", "_compute_kl_logps", "_get_model_kwargs", "get_batch_logps",
+                                    "get_batch_loss_metrics", "kto_loss"), reference)
+    s.calculate_KL = settings.get("loss_type", "kto") == "kto"
+    s.loss_type = settings.get("loss_type", "kto")
+    s.beta = settings["beta"]
+    s.desirable_weight = settings.get("desirable_weight", 1.0)
+    s.undesirable_weight = settings.get("undesirable_weight", 1.0)
+    s.args = types.SimpleNamespace(use_liger_kernel=False, gradient_checkpointing_kwargs=None,
+                                   gradient_checkpointing=False)
+    B = batch["input_ids"].shape[0] // 2
+    kto_batch = {"label": labels}
+    for prefix, rows in (("completion_", slice(0, B)), ("KL_completion_", slice(B, 2 * B))):
+        for key in ("input_ids", "attention_mask", "labels"):
+            kto_batch[prefix + key] = batch[key][rows]
+    loss, metrics = s.get_batch_loss_metrics(policy, kto_batch)
+    logs = {"kl": metrics["kl"]}  # TRL's log(): sums over counts, margins
+    for split in ("chosen", "rejected"):
+        for metric in ("rewards", "logps", "logits"):
+            logs[f"{metric}/{split}"] = metrics[f"{metric}/{split}_sum"] / metrics[f"count/{split}"]
+    logs["rewards/margins"] = logs["rewards/chosen"] - logs["rewards/rejected"]
+    return loss.item(), logs
+
+
+def swift_rm(reward_model, batch, settings):
+    """ms-swift's RewardTrainer.compute_loss on a stand-in self, with transformers' Qwen3ForSequenceClassification
+    (the score at each row's last non-pad token)."""
+    from collections import defaultdict
+    from swift.rlhf_trainers.reward_trainer import RewardTrainer
+
+    class Mean:
+        def __init__(self):
+            self.values = []
+
+        def update(self, v):
+            self.values.append(float(v))
+
+    class Self:
+        pass
+
+    Self.compute_loss = inspect.getattr_static(RewardTrainer, "compute_loss")
+    s = Self()
+    s.model = reward_model
+    s.custom_metrics = {"train": defaultdict(Mean), "eval": defaultdict(Mean)}
+    s.model_accepts_loss_kwargs = False
+    s.args = types.SimpleNamespace(center_rewards_coefficient=settings.get("center_rewards_coefficient"),
+                                   gradient_accumulation_steps=1)
+    inputs = {"input_ids": batch["input_ids"], "attention_mask": batch["attention_mask"]}
+    if "margins" in settings:
+        inputs["margin"] = torch.tensor(settings["margins"])
+    loss = s.compute_loss(reward_model, inputs)
+    mode = "train" if reward_model.training else "eval"
+    return loss.item(), {k: m.values[-1] for k, m in s.custom_metrics[mode].items()}
+
+
 CASES = {
     "dpo_sigmoid": ("dpo", dict(loss_type="sigmoid", beta=0.1)),
     "dpo_sigmoid_smoothed_rpo": ("dpo", dict(loss_type="sigmoid", beta=0.5, label_smoothing=0.2, rpo_alpha=0.7)),
@@ -166,7 +235,15 @@ CASES = {
     "simpo": ("cpo", dict(loss_type="simpo", beta=2.0, simpo_gamma=1.0, cpo_alpha=1.0)),
     "simpo_pure": ("cpo", dict(loss_type="simpo", beta=2.0, simpo_gamma=0.5, cpo_alpha=0.0, label_smoothing=0.1)),
     "orpo": ("orpo", dict(beta=0.1)),
+    "kto": ("kto", dict(beta=0.1)),
+    "kto_weighted": ("kto", dict(beta=0.5, desirable_weight=1.5, undesirable_weight=0.7)),
+    "kto_apo_zero_unpaired": ("kto", dict(beta=0.2, loss_type="apo_zero_unpaired")),
+    # The two models' roles swapped: the KL estimate is then positive rather than clamped to 0.
+    "kto_swapped": ("kto", dict(beta=0.1, swap_models=True)),
+    "rm": ("rm", dict()),
+    "rm_margin_center": ("rm", dict(margins=[0.5, -0.25, 1.0], center_rewards_coefficient=0.01)),
 }
+KTO_LABELS = [True, False, True]  # the batch's chosen rows as labelled replies, its rejected rows as their KL rows
 
 
 def main(out_dir):
@@ -178,6 +255,14 @@ def main(out_dir):
     policy, reference = tiny_model(1), tiny_model(2)
     policy.save_pretrained(os.path.join(out_dir, "policy"), safe_serialization=True)
     reference.save_pretrained(os.path.join(out_dir, "reference"), safe_serialization=True)
+    torch.manual_seed(4)
+    reward_model = transformers.Qwen3ForSequenceClassification(transformers.Qwen3Config(**CONFIG, num_labels=1))
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(4)
+        for name, p in reward_model.named_parameters():
+            p.copy_(1 + 0.1 * torch.randn(p.shape, generator=g) if "norm" in name else 0.2 * torch.randn(p.shape, generator=g))
+    reward_model.eval()
+    reward_model.save_pretrained(os.path.join(out_dir, "reward"), safe_serialization=True)
     pairs = make_pairs(3)
     length = max(max(len(c), len(r)) for _, c, r in pairs)
     c_ids, c_labels, c_mask = side_tensors(pairs, "chosen", length)
@@ -193,10 +278,17 @@ def main(out_dir):
         for name, (method, settings) in CASES.items():
             if method == "dpo":
                 loss, metrics = swift_dpo(policy, reference, batch, settings)
+            elif method == "rm":
+                loss, metrics = swift_rm(reward_model, batch, settings)
+            elif method == "kto":
+                pair = (reference, policy) if settings.get("swap_models") else (policy, reference)
+                loss, metrics = swift_kto(*pair, batch, KTO_LABELS, settings)
             else:
                 loss, metrics = swift_pairwise(CPOTrainer if method == "cpo" else ORPOTrainer, policy, batch, settings)
             manifest["cases"][name] = {"method": method, "settings": settings, "loss": loss,
                                        "metrics": {k.replace("train_", ""): v for k, v in metrics.items()}}
+            if method == "kto":
+                manifest["cases"][name]["labels"] = [int(x) for x in KTO_LABELS]
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
     print(f"wrote {len(manifest['cases'])} preference-loss references to {out_dir} (ms-swift "

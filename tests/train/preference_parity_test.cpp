@@ -1,5 +1,6 @@
-// Preference-loss parity: swift rlhf's losses and logged metrics against ms-swift's DPO trainer and TRL's CPO/ORPO
-// trainers (as ms-swift runs them) on the same fixed batch of the same tiny model (tests/parity/make_rlhf_reference.py).
+// Preference-loss parity: swift rlhf's losses and logged metrics against ms-swift's DPO, KTO and reward-model trainers
+// and TRL's CPO/ORPO trainers (as ms-swift runs them) on the same fixed batch of the same tiny models
+// (tests/parity/make_rlhf_reference.py).
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -36,14 +37,17 @@ train::PreferenceConfig config_of(const nlohmann::json& c) {
   const std::string method = c.at("method");
   config.method = method == "dpo"   ? train::PreferenceMethod::kDpo
                   : method == "cpo" ? train::PreferenceMethod::kCpo
+                  : method == "kto" ? train::PreferenceMethod::kKto
                                     : train::PreferenceMethod::kOrpo;
   const auto& s = c.at("settings");
-  config.loss_type = s.value("loss_type", std::string("sigmoid"));
+  config.loss_type = s.value("loss_type", std::string(method == "kto" ? "kto" : "sigmoid"));
   config.beta = s.at("beta");
   config.label_smoothing = s.value("label_smoothing", 0.0);
   if (s.contains("rpo_alpha")) config.rpo_alpha = s.at("rpo_alpha").get<double>();
   config.cpo_alpha = s.value("cpo_alpha", 1.0);
   config.simpo_gamma = s.value("simpo_gamma", 1.0);
+  config.desirable_weight = s.value("desirable_weight", 1.0);
+  config.undesirable_weight = s.value("undesirable_weight", 1.0);
   train::validate(config);
   return config;
 }
@@ -67,6 +71,22 @@ train::PreferenceOutput swift_loss(model::CausalLM& policy, model::CausalLM& ref
   return train::preference_loss(c, logps, &ref, c.needs_position_logit_means() ? policy->vocab_mean_logits(hidden) : at::Tensor());
 }
 
+// KTO as swift rlhf computes it (PreferenceObjective::compute_kto): rows 0..B-1 are the labelled replies,
+// B..2B-1 their KL rows; logged values are sums over the replies with their counts, margins derived.
+train::PreferenceOutput swift_kto(model::CausalLM& policy, model::CausalLM& reference, const train::PreferenceConfig& c,
+                                  const at::Tensor& input_ids, const at::Tensor& labels, const at::Tensor& desirable) {
+  torch::NoGradGuard no_grad;
+  const int64_t B = input_ids.size(0) / 2;
+  const auto score = [&](model::CausalLM& m, int64_t start) {
+    model::ForwardArgs args;
+    args.input_ids = input_ids.narrow(0, start, B);
+    return train::sequence_logps_from_hidden(m->forward_hidden(args), labels.narrow(0, start, B),
+                                             [&](const at::Tensor& h) { return m->logits(h); });
+  };
+  const auto p = score(policy, 0), r = score(reference, 0), pk = score(policy, B), rk = score(reference, B);
+  return train::kto_loss(c, p, r, &pk, &rk, desirable);
+}
+
 }  // namespace
 
 TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
@@ -80,14 +100,43 @@ TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
   reference->eval();
   const auto batch = io::SafetensorsFile::open(rlhf_dir() / "batch.safetensors");
   const auto input_ids = batch->get("input_ids"), labels = batch->get("labels"), mask = batch->get("attention_mask");
+  auto reward_model = model::load_model(rlhf_dir() / "reward", load);
+  reward_model->eval();
   int cases = 0;
   for (const auto& [name, c] : manifest.at("cases").items()) {
     SCOPED_TRACE(name);
+    if (c.at("method") == "rm") {  // as RewardModelObjective: the score at each row's last token
+      torch::NoGradGuard no_grad;
+      model::ForwardArgs args;
+      args.input_ids = input_ids;
+      const auto rewards = model::sequence_scores(reward_model, args, mask).squeeze(-1);
+      const auto& s = c.at("settings");
+      const auto margins = s.contains("margins") ? at::tensor(s.at("margins").get<std::vector<double>>()) : at::Tensor();
+      std::optional<double> center;
+      if (s.contains("center_rewards_coefficient")) center = s.at("center_rewards_coefficient").get<double>();
+      const auto out = train::reward_model_loss(rewards, margins, center);
+      EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 1e-4 * (1 + std::abs(c.at("loss").get<double>())));
+      EXPECT_EQ(out.metrics.size(), c.at("metrics").size());
+      for (const auto& m : out.metrics) {
+        ASSERT_TRUE(c.at("metrics").contains(m.name)) << m.name;
+        const double expected = c.at("metrics").at(m.name);
+        EXPECT_NEAR(m.sum / m.count, expected, 1e-4 * (1 + std::abs(expected))) << m.name;
+      }
+      ++cases;
+      continue;
+    }
     const auto config = config_of(c);
-    const auto out = swift_loss(policy, reference, config, input_ids, labels, mask);
+    const bool kto = config.method == train::PreferenceMethod::kKto;
+    const bool swap = c.at("settings").value("swap_models", false);
+    const auto out = kto ? swift_kto(swap ? reference : policy, swap ? policy : reference, config, input_ids, labels,
+                                     at::tensor(c.at("labels").get<std::vector<int64_t>>()).to(at::kBool))
+                         : swift_loss(policy, reference, config, input_ids, labels, mask);
     EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 1e-4 * (1 + std::abs(c.at("loss").get<double>())));
+    std::vector<std::pair<std::string, double>> values;
+    for (const auto& m : out.metrics) values.emplace_back(m.name, m.count ? m.sum / m.count : 0.0);
+    if (kto) values.emplace_back("rewards/margins", values[1].second - values[2].second);  // as rlhf.cpp derives it
     std::set<std::string> seen;
-    for (const auto& [metric, v] : out.metrics) {
+    for (const auto& [metric, v] : values) {
       seen.insert(metric);
       ASSERT_TRUE(c.at("metrics").contains(metric)) << metric << " is not logged by the reference trainer";
       const double expected = c.at("metrics").at(metric);
@@ -97,5 +146,5 @@ TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
       EXPECT_TRUE(seen.count(metric)) << "the reference logs " << metric << ", swift does not";
     ++cases;
   }
-  EXPECT_EQ(cases, 11);
+  EXPECT_EQ(cases, 17);
 }

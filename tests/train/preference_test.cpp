@@ -100,7 +100,7 @@ TEST(PreferenceRows, BuiltinArithmeticPreferenceChoosesTheRightAnswer) {
 TEST(PreferenceEncoding, PairsEncodeBothSidesAndBatchChosenFirst) {
   auto tok = tokenizer::Tokenizer::load(kTinyModel);
   templates::TemplateOptions options;
-  options.preference_pairs = true;
+  options.row_kind = templates::TemplateOptions::RowKind::kPreferencePair;
   options.loss_rule = templates::LossRule::kLastRound;
   templates::Template chat(templates::find_template_meta("qwen3"), *tok, options);
   const json a = data::normalise_row({{"query", "2 + 2 ="}, {"response", "4"}, {"rejected_response", "five"}, {"margin", 0.5}}, "r");
@@ -175,9 +175,9 @@ TEST(PreferenceLoss, PolicyEqualToReferenceIsChance) {
   train::PreferenceConfig dpo;
   auto out = train::preference_loss(dpo, s, &s);
   EXPECT_NEAR(out.loss.item<double>(), std::log(2.0), 1e-6);
-  for (const auto& [name, v] : out.metrics) {
-    if (name.rfind("rewards/", 0) == 0) {
-      EXPECT_EQ(v, 0.0) << name;
+  for (const auto& m : out.metrics) {
+    if (m.name.rfind("rewards/", 0) == 0) {
+      EXPECT_EQ(m.sum, 0.0) << m.name;
     }
   }
   // CPO without a reference: chosen (-3, -5, -2) vs rejected (-4, -1, -6): two of three preferred.
@@ -188,9 +188,9 @@ TEST(PreferenceLoss, PolicyEqualToReferenceIsChance) {
   double expected = 0;
   for (double d : {1.0, -4.0, 4.0}) expected += -std::log(1 / (1 + std::exp(-0.1 * d))) / 3;
   EXPECT_NEAR(out.loss.item<double>(), expected, 1e-6);
-  for (const auto& [name, v] : out.metrics) {
-    if (name == "rewards/accuracies") {
-      EXPECT_NEAR(v, 2.0 / 3, 1e-6);
+  for (const auto& m : out.metrics) {
+    if (m.name == "rewards/accuracies") {
+      EXPECT_NEAR(m.sum, 2.0 / 3, 1e-6);
     }
   }
 }
@@ -205,4 +205,66 @@ TEST(PreferenceLoss, BadSettingsNameTheFlag) {
   c.beta = 0.1;
   c.label_smoothing = 0.5;
   EXPECT_THROW(train::validate(c), UsageError);
+}
+
+TEST(PreferenceRows, UnpairedPromptCompletionMessages) {
+  // TRL's unpaired (KTO) layout with message lists.
+  const auto row = data::normalise_row({{"prompt", json::array({user("hi")})},
+                                        {"completion", json::array({assistant("hello")})},
+                                        {"label", true}},
+                                       "row 1");
+  EXPECT_EQ(row["messages"], json::array({user("hi"), assistant("hello")}));
+  EXPECT_EQ(row["label"], true);
+  EXPECT_FALSE(row.contains("completion"));
+}
+
+TEST(PreferenceEncoding, LabelledRepliesCarryTheirLabelAndKlRow) {
+  auto tok = tokenizer::Tokenizer::load(kTinyModel);
+  templates::TemplateOptions options;
+  options.row_kind = templates::TemplateOptions::RowKind::kLabelledReply;
+  templates::Template chat(templates::find_template_meta("qwen3"), *tok, options);
+  json row = {{"messages", json::array({user("hi"), assistant("hello")})},
+              {"kl_messages", json::array({user("hi"), assistant("bye")})},
+              {"label", false}};
+  train::Example e;
+  ASSERT_EQ(train::encode_row(row, chat, 0, train::Truncation::kDelete, e, "r"), train::RowFate::kKept);
+  EXPECT_EQ(e.desirable, false);
+  EXPECT_EQ(e.rejected_input_ids, chat.encode(templates::conversation_from_json(row["kl_messages"])).input_ids);
+  row["label"] = 1;  // ms-swift's bool(label) of 0/1
+  ASSERT_EQ(train::encode_row(row, chat, 0, train::Truncation::kDelete, e, "r"), train::RowFate::kKept);
+  EXPECT_EQ(e.desirable, true);
+  const auto batch = train::collate_pairs({&e, &e}, 0);
+  EXPECT_TRUE(at::equal(batch.desirable, at::tensor({1, 1}).to(at::kBool)));
+  // A label that is text, or missing, is an error naming the row (never a silent false).
+  for (const json& bad : {json("false"), json(2)}) {
+    row["label"] = bad;
+    EXPECT_THROW(train::encode_row(row, chat, 0, train::Truncation::kDelete, e, "f.jsonl row 4"), DataError);
+  }
+  row.erase("label");
+  EXPECT_THROW(train::encode_row(row, chat, 0, train::Truncation::kDelete, e, "f.jsonl row 4"), DataError);
+}
+
+TEST(PreferenceLoss, KtoWeighsDesirableAndUndesirableReplies) {
+  // Reference == policy on the replies, and no KL: every loss is 1 - σ(0) = 0.5, weighted.
+  train::SequenceLogps s;
+  s.logps = at::tensor({-3.0f, -5.0f, -2.0f});
+  s.tokens = at::tensor({2.0f, 4.0f, 1.0f});
+  s.logit_means = at::zeros({3});
+  s.vocab_size = 10;
+  train::PreferenceConfig kto;
+  kto.method = train::PreferenceMethod::kKto;
+  kto.loss_type = "kto";
+  kto.desirable_weight = 2.0;
+  kto.undesirable_weight = 0.5;
+  const auto out = train::kto_loss(kto, s, s, &s, &s, at::tensor({1, 0, 1}).to(at::kBool));
+  EXPECT_NEAR(out.loss.item<double>(), (2 * 0.5 + 0.5 * 0.5 + 2 * 0.5) / 3, 1e-6);
+  for (const auto& m : out.metrics) {
+    if (m.name == "logps/chosen") {
+      EXPECT_EQ(m.sum, -5.0);
+      EXPECT_EQ(m.count, 2.0);
+    }
+    if (m.name == "kl") {
+      EXPECT_EQ(m.sum, 0.0);
+    }
+  }
 }

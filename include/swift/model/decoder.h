@@ -155,6 +155,15 @@ class CausalLMImpl : public torch::nn::Module {
   // A cache sized for `batch` rows of up to `capacity` tokens, on the weights' device and dtype.
   KVCache make_cache(int64_t batch, int64_t capacity) const;
 
+  // Sequence classification (reward models): score(hidden) = hidden score^T, [B, T, num_labels].
+  at::Tensor scores(const at::Tensor& hidden) { return score(hidden); }
+  bool is_sequence_classifier() const { return static_cast<bool>(score); }
+  // Turns this causal LM into a *ForSequenceClassification model: lm_head goes, a score head of num_labels
+  // outputs comes, initialised normal(0, initializer_range) from `seed` (as transformers initialises a new head),
+  // and config.json becomes <Family>ForSequenceClassification with id2label, so saved folders load as one.
+  // pad_token_id goes into config.json when it has none (transformers finds each row's last token by it).
+  void make_sequence_classifier(int64_t num_labels, uint64_t seed, std::optional<int64_t> pad_token_id = std::nullopt);
+
   const ModelConfig& config() const { return config_; }
   // Activation checkpointing of every decoder layer (see checkpointing.h): when on, a forward pass in training
   // mode with grad enabled keeps only each layer's input and recomputes the layer in backward. Eval mode,
@@ -166,6 +175,7 @@ class CausalLMImpl : public torch::nn::Module {
 
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
+  Linear score{nullptr};    // sequence classifiers only (then no lm_head)
 
  private:
   ModelConfig config_;
@@ -173,6 +183,11 @@ class CausalLMImpl : public torch::nn::Module {
   bool gradient_checkpointing_ = false;
 };
 TORCH_MODULE(CausalLM);
+
+// A sequence classifier's outputs at each row's last real token (the rightmost 1 of attention_mask [B, T], so
+// right or left padding): [B, num_labels], float32. transformers takes the rightmost token that is not the pad
+// token, the same token unless a row's text itself holds pad tokens.
+at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::Tensor& attention_mask);
 
 // position_ids for a (left-)padded attention_mask [B, S]: cumsum - 1, pads set to 1 (as transformers'
 // generate does), last T columns.

@@ -57,6 +57,9 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> pad_token_id;
+  // A *ForSequenceClassification model (architectures[0]): the outputs of its score head, which replaces
+  // lm_head (reward models: 1). 0: a causal LM.
+  int64_t num_labels = 0;
 
   nlohmann::json raw;  // the file as read, written back on save (unknown fields kept)
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <functional>
@@ -44,6 +45,12 @@ class TrainingObjective {
   virtual double units(const train::Batch& batch) const = 0;
   // Everything compute() reports, in the order it is logged ("loss" first).
   virtual std::vector<std::string> metric_names() const = 0;
+  // For the memory estimate: sequences per example that keep activations for the backward (pairs: 2), and the
+  // bytes of any other model the objective holds (a loaded reference model).
+  virtual int64_t sequences_per_example() const { return 1; }
+  virtual int64_t extra_weight_bytes() const { return 0; }
+  // Values logged next to them that are computed from them (KTO's rewards/margins); appended in place.
+  virtual void derive_metrics(std::vector<std::pair<std::string, double>>& values) const { (void)values; }
   // The forward pass(es) of one micro-batch and its loss; runs under the job's autocast, with or without grad.
   virtual MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) = 0;
 };
@@ -58,11 +65,28 @@ struct ObjectiveContext {
   int zero_stage = 0;
 };
 using ObjectiveFactory = std::function<std::unique_ptr<TrainingObjective>(const ObjectiveContext&)>;
+// Prepares the loaded, normalised rows (training, then validation) before they are encoded (KTO pairs each
+// reply with another row's for its KL term). Not called for --streaming.
+using RowPreparation = std::function<void(std::vector<nlohmann::json>& rows, uint64_t data_seed)>;
 
-// Runs a training command: parses `args` against `specs`, trains with the objective `make_objective` builds,
-// returns the exit code. pretrain: pt's plain-text defaults.
+// What a command changes in the loaded policy before LoRA is applied (rm: a score head replaces lm_head), and
+// what that asks of the adapter: modules trained in full and saved with it, and PEFT's task_type.
+struct ModelChange {
+  std::vector<std::string> modules_to_save;
+  std::string task_type;  // empty: CAUSAL_LM
+};
+using ModelPreparation = std::function<ModelChange(model::CausalLM& policy, const cli::Flags& flags, int64_t pad_id)>;
+
+struct TrainingHooks {
+  ObjectiveFactory make_objective;
+  RowPreparation prepare_rows;      // optional
+  ModelPreparation prepare_model;   // optional
+};
+
+// Runs a training command: parses `args` against `specs`, trains with the hooks' objective, returns the exit
+// code. pretrain: pt's plain-text defaults.
 int run_training(const std::string& command, const std::vector<cli::FlagSpec>& specs,
-                 const std::vector<std::string>& args, bool pretrain, const ObjectiveFactory& make_objective);
+                 const std::vector<std::string>& args, bool pretrain, const TrainingHooks& hooks);
 
 // sft/pt's flag table (the base of rlhf's).
 std::vector<cli::FlagSpec> train_flags(bool pretrain);

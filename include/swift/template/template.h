@@ -51,10 +51,12 @@ struct TemplateOptions {
   bool add_non_thinking_prefix = true;
   // The "Today Date" of llama3_2's system header, e.g. "26 Jul 2024". Default: "" (today, as ms-swift).
   std::string date;
-  // Whether training rows are preference pairs (swift rlhf; ms-swift's template mode "rlhf"): encode_row
-  // (train/sft_data.h) then also encodes each row's rejected_messages, and a row without them is an error.
-  // sft and pt train on the chosen conversation alone. Default: false.
-  bool preference_pairs = false;
+  // What a training row is (swift rlhf; ms-swift's template modes "rlhf" and "kto"): encode_row
+  // (train/sft_data.h) also encodes each pair's rejected_messages, or each labelled reply's "label" and its KL
+  // conversation (kl_messages); a row without them is an error. sft and pt train on the conversation alone.
+  // Default: kConversation.
+  enum class RowKind { kConversation, kPreferencePair, kLabelledReply };
+  RowKind row_kind = RowKind::kConversation;
 };
 
 // One encoded conversation. input_ids: [T]; labels: [T], input_ids where the token carries loss, else -100.

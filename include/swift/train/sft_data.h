@@ -23,10 +23,12 @@ struct Example {
   // sample's index within the row. Empty for a plain example.
   std::vector<int64_t> position_ids;
   std::vector<int64_t> segments;
-  // Preference pairs (swift rlhf): the rejected conversation, encoded and truncated as input_ids/labels are
-  // (each side on its own, as ms-swift). Empty otherwise.
+  // swift rlhf's second sequence, encoded and truncated as input_ids/labels are (each on its own, as ms-swift):
+  // a pair's rejected conversation, or a labelled reply's KL conversation (its prompt with another row's reply,
+  // KTO). Empty otherwise.
   std::vector<int64_t> rejected_input_ids = {}, rejected_labels = {};
-  std::optional<double> margin = std::nullopt;  // the row's "margin" column (reward modelling)
+  std::optional<double> margin = std::nullopt;    // the row's "margin" column (reward modelling)
+  std::optional<bool> desirable = std::nullopt;   // a labelled reply's "label" (KTO)
 };
 
 enum class Truncation { kDelete, kLeft, kRight };
@@ -43,8 +45,9 @@ enum class RowFate { kKept, kTruncated, kTooLong, kNoLoss };
 
 // Encodes one normalised row (a "messages" column) with `chat` and applies --max_length / --truncation_strategy.
 // `example` is filled for kKept and kTruncated only. DataError naming `where` when the template cannot encode it.
-// With chat.options().preference_pairs, "rejected_messages" too (DataError when the row has none), and the row's
-// fate is the worse of the two sides'.
+// With chat.options().row_kind a preference pair, "rejected_messages" too (DataError when the row has none); a
+// labelled reply, its "label" (true/false; anything else is a DataError) and "kl_messages" when present. The
+// row's fate is the worse of its two sequences'.
 // encode_rows, lazy tokenisation and streaming all go through here, so they agree token for token.
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where);
@@ -72,10 +75,12 @@ struct Batch {
   at::Tensor position_ids, segment_ids;
   int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
   at::Tensor margins;        // [B] float, collate_pairs only, when a row has a "margin" (0 for those that do not)
+  at::Tensor desirable;      // [B] bool, collate_pairs of labelled replies only
 };
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
-// A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows, padded
-// together ([2B, T]), so one forward pass scores both. attention_mask is set (1 real, 0 pad).
+// A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows (for
+// labelled replies: the B replies, then their B KL rows), padded together ([2B, T]), so one forward pass can score
+// both. attention_mask is set (1 real, 0 pad); `desirable` ([B] bool) for labelled replies.
 Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id);
 
 // Epochs of seeded shuffles over a dataset; the position (epoch, index) is all resume needs.

@@ -1,0 +1,197 @@
+// The objectives of swift rlhf: what a micro-batch's forward passes are and which loss they feed.
+#include "swift/recipes/preference_objectives.h"
+
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include "swift/tuners/lora.h"
+
+namespace swift::recipes {
+
+namespace {
+
+MicroBatchResult result_of(const train::PreferenceOutput& out) {
+  MicroBatchResult result;
+  result.loss = out.loss;
+  result.metrics.push_back({"loss", out.loss.detach().item<double>(), 1.0});
+  for (const auto& m : out.metrics) result.metrics.push_back({m.name, m.sum, m.count});
+  return result;
+}
+
+train::SequenceLogps score(model::CausalLM& m, const model::ForwardArgs& args, const at::Tensor& labels) {
+  return train::sequence_logps_from_hidden(m->forward_hidden(args), labels, [&](const at::Tensor& h) { return m->logits(h); });
+}
+
+// The reference's log-probabilities (call without gradients): the loaded reference model, or the policy with its
+// adapters off.
+train::SequenceLogps reference_logps(model::CausalLM& reference, model::CausalLM& policy,
+                                     const model::ForwardArgs& args, const at::Tensor& labels) {
+  if (reference) return score(reference, args, labels);
+  tuners::AdaptersDisabled base(policy);
+  return score(policy, args, labels);
+}
+
+// The bytes of a loaded reference model's parameters (0 for none: the policy with its adapters off).
+int64_t weight_bytes(const model::CausalLM& m) {
+  int64_t bytes = 0;
+  if (m)
+    for (const auto& p : m->parameters()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
+  return bytes;
+}
+
+class PairObjective : public TrainingObjective {
+ public:
+  PairObjective(train::PreferenceConfig config, model::CausalLM reference)
+      : config_(std::move(config)), reference_(std::move(reference)) {}
+
+  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
+    return train::collate_pairs(items, pad_id);
+  }
+  double units(const train::Batch&) const override { return 1.0; }
+  int64_t sequences_per_example() const override { return 2; }
+  int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
+
+  std::vector<std::string> metric_names() const override {
+    std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
+                                      "rewards/margins", "logps/chosen", "logps/rejected"};
+    const bool dpo = config_.method == train::PreferenceMethod::kDpo;
+    if (dpo && config_.loss_type == "ipo") names.insert(names.end(), {"logps_mean/chosen", "logps_mean/rejected"});
+    names.insert(names.end(), {"logits/chosen", "logits/rejected"});
+    if (!dpo || config_.rpo_alpha) names.push_back("nll_loss");
+    if (config_.method == train::PreferenceMethod::kOrpo) names.insert(names.end(), {"log_odds_ratio", "log_odds_chosen"});
+    return names;
+  }
+
+  MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
+    model::ForwardArgs args;
+    args.input_ids = batch.input_ids.to(policy->device());
+    // Right padding: causal attention alone keeps real tokens from seeing pads. CPO and ORPO log the logits at
+    // every position, pads included, so there the pads attend as in transformers (masked).
+    if (config_.needs_position_logit_means()) {
+      args.attention_mask = batch.attention_mask.to(policy->device());
+      // Positions count on through the pads, as transformers numbers them without position_ids.
+      args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
+    }
+    const at::Tensor hidden = policy->forward_hidden(args);
+    const auto policy_logps = train::sequence_logps_from_hidden(
+        hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); });
+    at::Tensor position_means;
+    std::optional<train::SequenceLogps> reference;
+    {
+      torch::NoGradGuard no_grad;
+      if (config_.needs_position_logit_means()) position_means = policy->vocab_mean_logits(hidden.detach());
+      if (config_.needs_reference()) reference = reference_logps(reference_, policy, args, batch.labels);
+    }
+    return result_of(train::preference_loss(config_, policy_logps, reference ? &*reference : nullptr, position_means));
+  }
+
+ private:
+  train::PreferenceConfig config_;
+  model::CausalLM reference_;
+};
+
+// Rows 0..B-1 are the labelled replies, B..2B-1 (loss_type kto) their KL rows. Only the replies' pass keeps
+// gradients; the KL rows and the reference run without.
+class KtoObjective : public TrainingObjective {
+ public:
+  KtoObjective(train::PreferenceConfig config, model::CausalLM reference)
+      : config_(std::move(config)), reference_(std::move(reference)) {}
+
+  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
+    if (config_.needs_kl_rows()) return train::collate_pairs(items, pad_id);
+    train::Batch b = train::collate(items, pad_id);  // apo_zero_unpaired: the replies alone
+    b.desirable = at::zeros({static_cast<int64_t>(items.size())}, at::kBool);
+    for (size_t i = 0; i < items.size(); ++i) b.desirable[static_cast<int64_t>(i)] = items[i]->desirable.value_or(false);
+    return b;
+  }
+  double units(const train::Batch&) const override { return 1.0; }
+  int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
+
+  // rewards/margins is derived from the window's averages (derive_metrics), as TRL's log().
+  std::vector<std::string> metric_names() const override {
+    return {"loss", "kl", "rewards/chosen", "rewards/rejected", "logps/chosen", "logps/rejected", "logits/chosen",
+            "logits/rejected"};
+  }
+  void derive_metrics(std::vector<std::pair<std::string, double>>& values) const override {
+    double chosen = 0, rejected = 0;
+    size_t after = values.size();
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (values[i].first == "rewards/chosen") chosen = values[i].second;
+      if (values[i].first == "rewards/rejected") {
+        rejected = values[i].second;
+        after = i + 1;
+      }
+    }
+    values.insert(values.begin() + static_cast<std::ptrdiff_t>(after), {"rewards/margins", chosen - rejected});
+  }
+
+  MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
+    const bool kl_rows = config_.needs_kl_rows();
+    const int64_t B = kl_rows ? batch.input_ids.size(0) / 2 : batch.input_ids.size(0);
+    const auto rows = [&](int64_t start) {
+      model::ForwardArgs args;
+      args.input_ids = batch.input_ids.narrow(0, start, B).to(policy->device());
+      return args;
+    };
+    const at::Tensor labels = batch.labels.narrow(0, 0, B);
+    const auto policy_logps = score(policy, rows(0), labels);
+    std::optional<train::SequenceLogps> policy_kl, reference_kl;
+    train::SequenceLogps reference;
+    {
+      torch::NoGradGuard no_grad;
+      reference = reference_logps(reference_, policy, rows(0), labels);
+      if (kl_rows) {
+        const at::Tensor kl_labels = batch.labels.narrow(0, B, B);
+        policy_kl = score(policy, rows(B), kl_labels);
+        reference_kl = reference_logps(reference_, policy, rows(B), kl_labels);
+      }
+    }
+    return result_of(train::kto_loss(config_, policy_logps, reference, policy_kl ? &*policy_kl : nullptr,
+                                     reference_kl ? &*reference_kl : nullptr, batch.desirable));
+  }
+
+ private:
+  train::PreferenceConfig config_;
+  model::CausalLM reference_;
+};
+
+class RewardModelObjective : public TrainingObjective {
+ public:
+  explicit RewardModelObjective(std::optional<double> center) : center_(center) {}
+  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
+    return train::collate_pairs(items, pad_id);
+  }
+  double units(const train::Batch&) const override { return 1.0; }
+  int64_t sequences_per_example() const override { return 2; }
+  std::vector<std::string> metric_names() const override {
+    std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
+                                      "rewards/margins"};
+    if (center_) names.push_back("center_rewards_loss");
+    return names;
+  }
+  MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
+    model::ForwardArgs args;
+    args.input_ids = batch.input_ids.to(policy->device());
+    const at::Tensor rewards = model::sequence_scores(policy, args, batch.attention_mask).squeeze(-1);
+    return result_of(train::reward_model_loss(rewards, batch.margins, center_));
+  }
+
+ private:
+  std::optional<double> center_;
+};
+
+}  // namespace
+
+std::unique_ptr<TrainingObjective> pair_objective(const train::PreferenceConfig& config, model::CausalLM reference) {
+  return std::make_unique<PairObjective>(config, std::move(reference));
+}
+
+std::unique_ptr<TrainingObjective> kto_objective(const train::PreferenceConfig& config, model::CausalLM reference) {
+  return std::make_unique<KtoObjective>(config, std::move(reference));
+}
+
+std::unique_ptr<TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient) {
+  return std::make_unique<RewardModelObjective>(center_rewards_coefficient);
+}
+
+}  // namespace swift::recipes
