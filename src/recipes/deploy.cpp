@@ -4,7 +4,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <ctime>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "swift/core/error.h"
@@ -16,7 +21,9 @@
 #include "swift/serve/completion_service.h"
 #include "swift/serve/http_server.h"
 #include "swift/serve/multi_lora.h"
+#include "swift/serve/openai_protocol.h"
 #include "swift/serve/scheduler.h"
+#include "swift/template/template.h"
 
 namespace fs = std::filesystem;
 
@@ -117,9 +124,6 @@ int run_deploy(const std::vector<std::string>& args) {
   SWIFT_CHECK(flags.integer("max_logprobs") >= 0, UsageError, "--max_logprobs must be >= 0", "e.g. 20");
   SWIFT_CHECK(flags.integer("max_model_len") >= 0, UsageError, "--max_model_len must be >= 0", "0 takes the model's");
   InferenceModel m = load_inference_model(flags, setup);
-  SWIFT_CHECK(!m.model->is_sequence_classifier(), UsageError,
-              "this is a reward model (a score head, no language model head): swift deploy serves generation",
-              "score conversations with swift infer --val_dataset FILE, which writes each one's reward");
 
   serve::ServiceOptions options;
   options.model_root = m.model_dir;
@@ -162,6 +166,41 @@ int run_deploy(const std::vector<std::string>& args) {
   http.api_key = flags.str("api_key");
   // Each connection holds a thread while its request waits or runs: enough for a full batch and queue.
   http.threads = static_cast<int>(std::min<int64_t>(1024, sched.max_batch_size + static_cast<int64_t>(sched.max_waiting) + 8));
+
+  // A reward model: each chat request's whole conversation is scored (one at a time; the model is small next to
+  // a generation batch), answered as ms-swift's engine answers for a seq_cls model.
+  std::mutex scoring;
+  if (m.model->is_sequence_classifier()) {
+    http.score_chat = [&m, &scoring, &options](const serve::ChatRequest& request) {
+      templates::Encoded encoded;
+      try {
+        encoded = m.chat->encode(request.messages);
+      } catch (const UserError& e) {
+        throw serve::ApiError(400, e.what(), "messages");
+      }
+      const auto n = static_cast<int64_t>(encoded.input_ids.size());
+      if (n > options.max_model_len)
+        throw serve::ApiError(400, "the conversation has " + std::to_string(n) + " tokens, more than max_model_len " +
+                                       std::to_string(options.max_model_len), "messages", "context_length_exceeded");
+      double score = 0;
+      {
+        std::lock_guard<std::mutex> lock(scoring);
+        torch::NoGradGuard no_grad;
+        model::ForwardArgs args;
+        args.input_ids = at::tensor(encoded.input_ids, at::kLong).unsqueeze(0).to(m.model->device());
+        score = model::sequence_scores(m.model, args, at::ones_like(args.input_ids)).flatten()[0].item<double>();
+      }
+      return nlohmann::json{
+          {"id", "chatcmpl-score"}, {"object", "chat.completion"},
+          {"created", static_cast<int64_t>(std::time(nullptr))}, {"model", options.model_id},
+          {"choices", nlohmann::json::array({{{"index", 0},
+                                              {"message", {{"role", "assistant"}, {"content", score}}},
+                                              {"finish_reason", "stop"},
+                                              {"logprobs", nullptr}}})},
+          {"usage", {{"prompt_tokens", n}, {"completion_tokens", 0}, {"total_tokens", n}}}};
+    };
+    log_info("a reward model: /v1/chat/completions answers each conversation's reward (the message content)");
+  }
 
   serve::Scheduler scheduler(m.model, sched);
   serve::CompletionService service(scheduler, *m.tokenizer, *m.chat, options);

@@ -124,8 +124,19 @@ HttpServer::HttpServer(CompletionService& service, HttpOptions options)
   svr.Get("/v1/models", v1([impl](const httplib::Request&, httplib::Response& res) {
     send_json(res, 200, impl->service.models());
   }));
-  svr.Post("/v1/chat/completions", completion_route(parse_chat_request, &CompletionService::start_chat));
-  svr.Post("/v1/completions", completion_route(parse_completion_request, &CompletionService::start_completion));
+  if (impl->options.score_chat) {  // a reward model scores conversations; it has nothing to generate with
+    svr.Post("/v1/chat/completions", v1([impl](const httplib::Request& req, httplib::Response& res) {
+      const auto request = parse_chat_request(req.body, impl->service.options().limits);
+      if (request.sampling.stream) throw ApiError(400, "a reward model does not stream: its answer is one score", "stream");
+      send_json(res, 200, impl->options.score_chat(request));
+    }));
+    svr.Post("/v1/completions", v1([](const httplib::Request&, httplib::Response&) {
+      throw ApiError(400, "this server runs a reward model: send the conversation to score to /v1/chat/completions");
+    }));
+  } else {
+    svr.Post("/v1/chat/completions", completion_route(parse_chat_request, &CompletionService::start_chat));
+    svr.Post("/v1/completions", completion_route(parse_completion_request, &CompletionService::start_completion));
+  }
   // Anything else (an unknown path, or a known one with the wrong method): OpenAI's 404 shape.
   svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;

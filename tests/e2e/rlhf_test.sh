@@ -6,7 +6,7 @@
 #  - the LoRA reference (the adapter switched off) equals an explicitly loaded --ref_model, step for step;
 #  - cpo, simpo, orpo and kto train and log their metrics (kto: labelled replies, a string label is an error);
 #  - rm trains a reward model, saved as transformers' *ForSequenceClassification (transformers scores it alike),
-#    LoRA as PEFT's SEQ_CLS adapter; swift infer writes each row's reward, swift deploy refuses it; prompt/chosen/rejected rows load; evaluation logs eval_*;
+#    LoRA as PEFT's SEQ_CLS adapter; swift infer writes each row's reward and swift deploy answers it; prompt/chosen/rejected rows load; evaluation logs eval_*;
 #  - 2 ranks equal 1 rank (DDP and ZeRO-3 with LoRA);
 #  - bad flags and rows are clear errors.
 set -uo pipefail
@@ -196,8 +196,26 @@ run rm_lora_score 0 "$SWIFT" infer --adapters "$TMP/rm_lora/checkpoint-3" --val_
   --result_path "$TMP/lora_scores.jsonl"
 "$PY" -c 'import json,sys; assert all(isinstance(json.loads(l)["response"], float) for l in open(sys.argv[1]))' \
   "$TMP/lora_scores.jsonl" && ok || bad "infer with the reward adapter did not score"
-run rm_deploy 2 "$SWIFT" deploy --model "$TMP/rm/checkpoint-30" --port 1
-has rm_deploy_msg "this is a reward model" err
+# The OpenAI server answers a chat request with the conversation's reward (the message content, as ms-swift).
+port="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+"$SWIFT" deploy --model "$TMP/rm/checkpoint-30" --port "$port" >"$TMP/rm_deploy.log" 2>&1 &
+server=$!
+for _ in $(seq 1 60); do curl -sf "localhost:$port/health" >/dev/null 2>&1 && break; sleep 0.5; done
+head -1 "$TMP/score.jsonl" | "$PY" -c 'import json,sys; print(json.dumps({"model": "x", "messages": json.load(sys.stdin)["messages"]}))' \
+  > "$TMP/rm_request.json"
+curl -s "localhost:$port/v1/chat/completions" -H 'Content-Type: application/json' -d @"$TMP/rm_request.json" >"$TMP/rm_reply.json"
+curl -s -o /dev/null -w '%{http_code}' "localhost:$port/v1/completions" -H 'Content-Type: application/json' \
+  -d '{"prompt": "hi"}' >"$TMP/rm_completions.code"
+kill "$server" 2>/dev/null; wait "$server" 2>/dev/null
+"$PY" - "$TMP/rm_reply.json" "$TMP/scores.jsonl" "$TMP/rm_completions.code" <<'P' && ok || bad "deploy did not score like infer: $(head -c 300 "$TMP/rm_reply.json")"
+import json, sys
+reply = json.load(open(sys.argv[1]))
+score = reply["choices"][0]["message"]["content"]
+first = json.loads(open(sys.argv[2]).readline())["response"]
+assert isinstance(score, float) and abs(score - first) < 1e-5 * max(1, abs(first)), (score, first)
+assert reply["usage"]["completion_tokens"] == 0 and reply["object"] == "chat.completion"
+assert open(sys.argv[3]).read() == "400"
+P
 
 # 5. Several ranks: 2 x 2 pairs equal 1 x 4 (the LoRA reference; ZeRO-3 shards it with the policy).
 two=(--model "$SFT" --train_type lora --dataset swift/arithmetic-preference#32 --max_steps 2 --learning_rate 1e-3

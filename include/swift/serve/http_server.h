@@ -2,14 +2,22 @@
 // OpenAI-shaped errors, SSE streaming, and a stop() that lets in-flight requests finish.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <functional>
 #include <memory>
 #include <string>
 
 namespace swift::serve {
 
 class CompletionService;
+struct ChatRequest;
 
 struct HttpOptions {
+  // A reward model's server: POST /v1/chat/completions answers with score_chat(request) (a chat.completion whose
+  // message content is the conversation's reward, as ms-swift) instead of generating; /v1/completions and
+  // streaming are refused. Unset: generation.
+  std::function<nlohmann::json(const ChatRequest&)> score_chat;
   std::string host = "0.0.0.0";
   int port = 8000;            // 0: any free port (see HttpServer::port)
   std::string api_key;        // "": no authentication; else "Authorization: Bearer <key>" on /v1/*
