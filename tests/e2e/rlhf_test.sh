@@ -86,6 +86,15 @@ for x, y in zip(a, b):
 assert a[-1]["rewards/margins"] != 0
 P
 
+# QLoRA: the same adapter-off reference over the 4-bit base.
+run qlora_dpo 0 "$SWIFT" rlhf "${lora[@]}" --train_type qlora --output_dir "$TMP/qlora"
+has qlora_dpo_quantized "quantized 14 linear layers (bitsandbytes nf4" err
+"$PY" - "$TMP/qlora/logging.jsonl" <<'P' && ok || bad "QLoRA DPO did not start at chance and learn"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
+assert abs(rows[0]["loss"] - 0.693147) < 1e-4 and rows[-1]["rewards/margins"] > 0, rows
+P
+
 # 4. Reference-free methods, other layouts, evaluation.
 pairs=(--model "$SFT" --dataset swift/arithmetic-preference#64 --max_steps 2 --per_device_train_batch_size 4
        --gradient_accumulation_steps 1 --logging_steps 1 --add_version false)
