@@ -46,7 +46,7 @@ export SWIFT_TEST_PYTHON=python3
 
 # 1. The e2e suites on CUDA, side by side.
 pids=()
-for t in cli sft data infer deploy quant; do
+for t in cli sft data infer deploy quant rlhf; do
   (timeout "$(left 200)" bash "tests/e2e/${t}_test.sh" "$SWIFT" >"$OUT/e2e_$t.log" 2>&1; echo $? >"$OUT/e2e_$t.rc") &
   pids+=($!)
 done
@@ -64,6 +64,10 @@ for type in lora full qlora; do
       --output_dir "$W/$type-$dev" >"$OUT/cmp_$type-$dev.log" 2>&1 || ok_runs=0
   done
 done
+for dev in cpu cuda; do  # DPO (LoRA: the adapter-off reference) on the same preference pairs
+  "$SWIFT" rlhf --rlhf_type dpo "${common[@]}" --dataset swift/self-cognition-preference#64 --train_type lora \
+    --device "$dev" --torch_dtype float32 --output_dir "$W/dpo-$dev" >"$OUT/cmp_dpo-$dev.log" 2>&1 || ok_runs=0
+done
 for spec in "bf16 --torch_dtype bfloat16" "fp16 --torch_dtype float16" "amp_bf16 --torch_dtype float32 --bf16 true"; do
   set -- $spec
   name="$1"; shift
@@ -76,7 +80,7 @@ w = sys.argv[1]
 def losses(run):
     return [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
 worst = 0.0
-for t in ("lora", "full", "qlora"):
+for t in ("lora", "full", "qlora", "dpo"):
     cpu, cuda = losses(f"{t}-cpu"), losses(f"{t}-cuda")
     print(t, "cpu ", [round(x, 5) for x in cpu])
     print(t, "cuda", [round(x, 5) for x in cuda])
@@ -97,7 +101,7 @@ P
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"
 
 for i in "${!pids[@]}"; do wait "${pids[$i]}"; done
-for t in cli sft data infer deploy quant; do
+for t in cli sft data infer deploy quant rlhf; do
   rc="$(cat "$OUT/e2e_$t.rc" 2>/dev/null || echo none)"
   note "e2e_$t: rc=$rc $(grep -E '^e2e ' "$OUT/e2e_$t.log" | tail -1)"
 done
