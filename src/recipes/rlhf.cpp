@@ -40,7 +40,8 @@ std::vector<cli::FlagSpec> rlhf_flag_table() {
       {"rlhf_type", FlagType::kString, "dpo", "dpo, cpo, simpo, orpo, kto or rm (a reward model)"},
       {"ref_model", FlagType::kString, "", "dpo/kto: the frozen reference model folder (default: --model; LoRA: the base with the adapter switched off)"},
       {"beta", FlagType::kFloat, "", "how far the policy may move from the reference (default 0.1; simpo 2.0)"},
-      {"loss_type", FlagType::kString, "", "dpo: sigmoid (default), hinge, ipo, robust; cpo: sigmoid (default), hinge, ipo, simpo; kto: kto (default), apo_zero_unpaired"},
+      {"loss_type", FlagType::kString, "", "dpo: sigmoid (default), hinge, ipo, robust, exo_pair, sppo_hard, nca_pair, aot, aot_unpaired, apo_zero, apo_down, discopop; cpo: sigmoid (default), hinge, ipo, simpo; kto: kto (default), apo_zero_unpaired"},
+      {"discopop_tau", FlagType::kFloat, "0.05", "dpo --loss_type discopop: temperature of the log-ratio modulation"},
       {"label_smoothing", FlagType::kFloat, "0", "probability that a pair's preference is wrong (sigmoid: cDPO; robust)"},
       {"rpo_alpha", FlagType::kFloat, "", "dpo: add rpo_alpha x the NLL of the chosen replies (RPO)"},
       {"cpo_alpha", FlagType::kFloat, "1.0", "cpo/simpo: weight of the NLL of the chosen replies (0: pure SimPO)"},
@@ -88,6 +89,7 @@ train::PreferenceConfig preference_config(const cli::Flags& flags) {
   if (flags.given("rpo_alpha")) c.rpo_alpha = flags.number("rpo_alpha");
   c.cpo_alpha = flags.number("cpo_alpha");
   c.simpo_gamma = flags.number("simpo_gamma");
+  c.discopop_tau = flags.number("discopop_tau");
   train::validate(c);
   SWIFT_CHECK(!c.rpo_alpha || c.method == train::PreferenceMethod::kDpo, UsageError,
               "--rpo_alpha applies to --rlhf_type dpo", "cpo/simpo weigh the NLL with --cpo_alpha; orpo always adds it");

@@ -88,8 +88,29 @@ PreferenceOutput dpo(const PreferenceConfig& c, const SequenceLogps& policy, con
     losses = at::relu(1 - b * logits);
   } else if (ipo) {
     losses = (logits - 1 / (2 * b)).pow(2);
-  } else {  // robust
+  } else if (c.loss_type == "robust") {
     losses = (-at::log_sigmoid(b * logits) * (1 - eps) + at::log_sigmoid(-b * logits) * eps) / (1 - 2 * eps);
+  } else if (c.loss_type == "exo_pair") {  // EXO; ms-swift takes label smoothing 0 as 1e-3
+    const double e = eps == 0 ? 1e-3 : eps;
+    losses = at::sigmoid(b * logits) * (at::log_sigmoid(b * logits) - std::log(1 - e)) +
+             at::sigmoid(-b * logits) * (at::log_sigmoid(-b * logits) - std::log(e));
+  } else if (c.loss_type == "sppo_hard") {
+    losses = (pc - rc - 0.5 / b).pow(2) + (pr - rr + 0.5 / b).pow(2);
+  } else if (c.loss_type == "nca_pair") {
+    const at::Tensor chosen = (pc - rc) * b, rejected = (pr - rr) * b;
+    losses = -at::log_sigmoid(chosen) - 0.5 * at::log_sigmoid(-chosen) - 0.5 * at::log_sigmoid(-rejected);
+  } else if (c.loss_type == "aot" || c.loss_type == "aot_unpaired") {  // sorted over the micro-batch's pairs
+    const at::Tensor delta = c.loss_type == "aot"
+                                 ? std::get<0>(at::sort(pc - pr, 0)) - std::get<0>(at::sort(rc - rr, 0))
+                                 : std::get<0>(at::sort(pc - rc, 0)) - std::get<0>(at::sort(pr - rr, 0));
+    losses = smoothed_sigmoid(delta, b, eps);
+  } else if (c.loss_type == "apo_zero") {
+    losses = 1 - at::sigmoid(b * (pc - rc)) + at::sigmoid(b * (pr - rr));
+  } else if (c.loss_type == "apo_down") {
+    losses = at::sigmoid(b * (pc - rc)) + 1 - at::sigmoid(b * ((pc - rc) - (pr - rr)));
+  } else {  // discopop
+    const at::Tensor scaled = logits * b, modulation = at::sigmoid(scaled / c.discopop_tau);
+    losses = -at::log_sigmoid(scaled) * (1 - modulation) + at::exp(-scaled) * modulation;
   }
   const at::Tensor chosen_rewards = b * (pc - rc).detach(), rejected_rewards = b * (pr - rr).detach();
   PreferenceOutput out;
@@ -224,7 +245,9 @@ PreferenceOutput reward_model_loss(const at::Tensor& rewards, const at::Tensor& 
 
 void validate(const PreferenceConfig& c) {
   std::vector<std::string> types;
-  if (c.method == PreferenceMethod::kDpo) types = {"sigmoid", "hinge", "ipo", "robust"};
+  if (c.method == PreferenceMethod::kDpo)
+    types = {"sigmoid", "hinge", "ipo", "robust", "exo_pair", "sppo_hard", "nca_pair", "aot", "aot_unpaired",
+             "apo_zero", "apo_down", "discopop"};
   if (c.method == PreferenceMethod::kCpo) types = {"sigmoid", "hinge", "ipo", "simpo"};
   if (c.method == PreferenceMethod::kKto) types = {"kto", "apo_zero_unpaired"};
   if (c.method != PreferenceMethod::kOrpo) {

@@ -129,7 +129,8 @@ def swift_dpo(policy, reference, batch, settings):
     s.reference_free = False
     s.f_divergence_type = "reverse_kl"
     s.f_divergence_params = {}
-    s.args = types.SimpleNamespace(ld_alpha=None, rpo_alpha=settings.get("rpo_alpha"), discopop_tau=0.05)
+    s.args = types.SimpleNamespace(ld_alpha=None, rpo_alpha=settings.get("rpo_alpha"),
+                                   discopop_tau=settings.get("discopop_tau", 0.05))
     loss, metrics = s.get_batch_loss_metrics(policy, dict(batch), "train")
     return loss.item(), metrics
 
@@ -229,6 +230,14 @@ CASES = {
     "dpo_hinge": ("dpo", dict(loss_type="hinge", beta=0.1)),
     "dpo_ipo": ("dpo", dict(loss_type="ipo", beta=0.3)),
     "dpo_robust": ("dpo", dict(loss_type="robust", beta=0.2, label_smoothing=0.1)),
+    "dpo_exo_pair": ("dpo", dict(loss_type="exo_pair", beta=0.1)),
+    "dpo_sppo_hard": ("dpo", dict(loss_type="sppo_hard", beta=0.1)),
+    "dpo_nca_pair": ("dpo", dict(loss_type="nca_pair", beta=0.1)),
+    "dpo_aot": ("dpo", dict(loss_type="aot", beta=0.1, label_smoothing=0.1)),
+    "dpo_aot_unpaired": ("dpo", dict(loss_type="aot_unpaired", beta=0.1)),
+    "dpo_apo_zero": ("dpo", dict(loss_type="apo_zero", beta=0.1)),
+    "dpo_apo_down": ("dpo", dict(loss_type="apo_down", beta=0.1)),
+    "dpo_discopop": ("dpo", dict(loss_type="discopop", beta=0.1, discopop_tau=0.3)),
     "cpo_sigmoid": ("cpo", dict(loss_type="sigmoid", beta=0.1, cpo_alpha=1.0)),
     "cpo_hinge": ("cpo", dict(loss_type="hinge", beta=0.1, cpo_alpha=0.5)),
     "cpo_ipo": ("cpo", dict(loss_type="ipo", beta=0.1, cpo_alpha=1.0)),

@@ -46,6 +46,7 @@ train::PreferenceConfig config_of(const nlohmann::json& c) {
   if (s.contains("rpo_alpha")) config.rpo_alpha = s.at("rpo_alpha").get<double>();
   config.cpo_alpha = s.value("cpo_alpha", 1.0);
   config.simpo_gamma = s.value("simpo_gamma", 1.0);
+  config.discopop_tau = s.value("discopop_tau", 0.05);
   config.desirable_weight = s.value("desirable_weight", 1.0);
   config.undesirable_weight = s.value("undesirable_weight", 1.0);
   train::validate(config);
@@ -146,5 +147,5 @@ TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
       EXPECT_TRUE(seen.count(metric)) << "the reference logs " << metric << ", swift does not";
     ++cases;
   }
-  EXPECT_EQ(cases, 17);
+  EXPECT_EQ(cases, 25);
 }

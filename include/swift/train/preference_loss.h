@@ -30,13 +30,15 @@ enum class PreferenceMethod { kDpo, kCpo, kOrpo, kKto };
 
 struct PreferenceConfig {
   PreferenceMethod method = PreferenceMethod::kDpo;
-  // dpo: sigmoid, hinge, ipo, robust; cpo: sigmoid, hinge, ipo, simpo; kto: kto, apo_zero_unpaired; orpo: unused.
+  // dpo: sigmoid, hinge, ipo, robust, exo_pair, sppo_hard, nca_pair, aot, aot_unpaired, apo_zero, apo_down,
+  // discopop; cpo: sigmoid, hinge, ipo, simpo; kto: kto, apo_zero_unpaired; orpo: unused.
   std::string loss_type = "sigmoid";
   double beta = 0.1;
   double label_smoothing = 0.0;      // sigmoid (cDPO) and robust
   std::optional<double> rpo_alpha;   // dpo: + rpo_alpha * NLL of the chosen replies
   double cpo_alpha = 1.0;            // cpo: + cpo_alpha * NLL of the chosen replies
   double simpo_gamma = 1.0;          // cpo simpo: the target reward margin
+  double discopop_tau = 0.05;        // dpo discopop: the temperature of its log-ratio modulation
   double desirable_weight = 1.0;     // kto: weight of the desirable replies' losses
   double undesirable_weight = 1.0;   // kto: weight of the undesirable replies' losses
   bool needs_reference() const { return method == PreferenceMethod::kDpo || method == PreferenceMethod::kKto; }
