@@ -303,10 +303,14 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
+  SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
+              "generate or fine-tune with its causal LM folder; score with swift infer --val_dataset");
   return lm_head ? lm_head(hidden) : at::linear(hidden, model->embed_tokens->weight);
 }
 
 at::Tensor CausalLMImpl::vocab_mean_logits(const at::Tensor& hidden) {
+  SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
+              "train preferences on its causal LM folder");
   at::Tensor w = lm_head ? lm_head->dense_weight(at::kFloat) : model->embed_tokens->weight.to(at::kFloat);
   at::Tensor out = at::matmul(hidden.to(at::kFloat), w.mean(0));
   if (lm_head && lm_head->bias.defined()) out = out + lm_head->bias.to(at::kFloat).mean();

@@ -95,11 +95,6 @@ InferenceModel load_inference_model(const cli::Flags& flags, const CommonSetup& 
   load.quantize = quant_config_for(flags, saved);  // a QLoRA adapter's base loads quantized as it was trained
   m.model = model::load_model(m.model_dir, load);
   for (const auto& dir : adapters) {
-    // A reward model's adapter (PEFT's SEQ_CLS task) carries its score head: the base gets one to load it into.
-    const fs::path adapter_config = fs::path(dir) / "adapter_config.json";
-    if (fs::exists(adapter_config) && !m.model->is_sequence_classifier() &&
-        io::read_json_file(adapter_config).value("task_type", json()) == json("SEQ_CLS"))
-      m.model->make_sequence_classifier(1, 0);
 
     const auto config = with_context("loading adapter " + dir, [&] { return tuners::load_adapter(m.model, dir); });
     log_info("adapter ", dir, ": LoRA r=", config.r, " on ", tuners::lora_modules(m.model).size(), " modules");

@@ -112,8 +112,9 @@ class KtoObjective : public TrainingObjective {
     return {"loss", "kl", "rewards/chosen", "rewards/rejected", "logps/chosen", "logps/rejected", "logits/chosen",
             "logits/rejected"};
   }
+  // Only when the window had replies of both kinds, as TRL.
   void derive_metrics(std::vector<std::pair<std::string, double>>& values) const override {
-    double chosen = 0, rejected = 0;
+    std::optional<double> chosen, rejected;
     size_t after = values.size();
     for (size_t i = 0; i < values.size(); ++i) {
       if (values[i].first == "rewards/chosen") chosen = values[i].second;
@@ -122,7 +123,8 @@ class KtoObjective : public TrainingObjective {
         after = i + 1;
       }
     }
-    values.insert(values.begin() + static_cast<std::ptrdiff_t>(after), {"rewards/margins", chosen - rejected});
+    if (chosen && rejected)
+      values.insert(values.begin() + static_cast<std::ptrdiff_t>(after), {"rewards/margins", *chosen - *rejected});
   }
 
   MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {

@@ -9,6 +9,7 @@
 #include <numeric>
 #include <random>
 
+#include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/model/autocast.h"
@@ -59,7 +60,7 @@ std::vector<cli::FlagSpec> rlhf_flag_table() {
     }
     if (f.name == "lora_dropout") {
       f.default_value = "0";
-      f.help = "dropout on the LoRA input (0: as TRL, which turns dropout off for preference training)";
+      f.help = "accepted for ms-swift command lines; 0 whatever it says: preference training turns dropout off (TRL's disable_dropout)";
     }
     flags.push_back(f);
   }
@@ -107,9 +108,9 @@ nlohmann::json::const_iterator reply_start(const nlohmann::json& messages) {
 // KTO's KL term compares the policy and the reference on replies that do not answer their prompt: each row gets
 // "kl_messages", its own prompt followed by the reply of the row before it in a seeded shuffle (ms-swift pairs
 // rows the same way, within each global batch of its shuffled data).
-void add_kl_conversations(std::vector<nlohmann::json>& rows, uint64_t seed) {
+void add_kl_conversations(std::vector<nlohmann::json>& rows, uint64_t seed, const std::string& what) {
   if (rows.empty()) return;
-  SWIFT_CHECK(rows.size() >= 2, DataError, "--rlhf_type kto needs at least 2 rows",
+  SWIFT_CHECK(rows.size() >= 2, DataError, "--rlhf_type kto needs at least 2 rows in " + what,
               "its KL term pairs each prompt with another row's reply");
   std::vector<size_t> order(rows.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -124,6 +125,16 @@ void add_kl_conversations(std::vector<nlohmann::json>& rows, uint64_t seed) {
   }
 }
 
+// As ms-swift (TRL's disable_dropout, on by default for every preference trainer): no dropout, LoRA's included.
+void turn_dropout_off(const ObjectiveContext& ctx) {
+  if (!ctx.lora) return;
+  if (ctx.flags.number("lora_dropout") != 0)
+    log_info("--lora_dropout ", ctx.flags.number("lora_dropout"),
+             " has no effect in swift rlhf: preference training turns dropout off, as ms-swift");
+  model::CausalLM policy = ctx.policy;  // a handle: the same module
+  tuners::set_lora_dropout(policy, 0.0);
+}
+
 std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveContext& ctx) {
   train::PreferenceConfig config = preference_config(ctx.flags);
   if (config.method == train::PreferenceMethod::kDpo && config.loss_type == "hinge" && config.label_smoothing > 0)
@@ -135,8 +146,7 @@ std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveCont
   SWIFT_CHECK(config.needs_reference() || ref_flag.empty(), UsageError,
               "--rlhf_type " + ctx.flags.str("rlhf_type") + " is reference-free: --ref_model is not used",
               "drop --ref_model (as ms-swift: CPO/SimPO/ORPO train without a reference model)");
-  model::CausalLM policy = ctx.policy;  // a handle: the same module
-  if (ctx.lora) tuners::set_lora_dropout(policy, ctx.flags.number("lora_dropout"));
+  turn_dropout_off(ctx);
   model::CausalLM reference{nullptr};
   if (config.needs_reference()) {
     const bool adapters_trained_in_full = ctx.lora && !ctx.flags.list("modules_to_save").empty();
@@ -147,7 +157,10 @@ std::unique_ptr<TrainingObjective> make_preference_objective(const ObjectiveCont
       SWIFT_CHECK(ctx.zero_stage < 3, UsageError,
                   "ZeRO-3 shards the policy; a separate reference model (" + dir.string() + ") is not supported with it",
                   "use --train_type lora (the reference is the base with the adapter off) or --deepspeed zero2");
-      const model::LoadOptions& load = ctx.load;  // as the policy was loaded (--init_strategy: the same weights)
+      // As the policy was loaded (--init_strategy: the same weights), but full fine-tuning's fp32 masters are not
+      // needed for a frozen model: it keeps --torch_dtype (as ms-swift loads it).
+      model::LoadOptions load = ctx.load;
+      if (!ctx.lora && !ctx.flags.str("torch_dtype").empty()) load.dtype = parse_dtype(ctx.flags.str("torch_dtype"));
       if (adapters_trained_in_full)
         log_info("reference model: ", dir.string(), " (--modules_to_save trains base weights, so the adapter-off "
                  "policy is not the base)");
@@ -186,7 +199,10 @@ int run_rlhf(const std::vector<std::string>& args) {
   if (reward_model) {
     std::optional<double> center;
     if (flags.given("center_rewards_coefficient")) center = flags.number("center_rewards_coefficient");
-    hooks.make_objective = [center](const ObjectiveContext&) { return reward_model_objective(center); };
+    hooks.make_objective = [center](const ObjectiveContext& ctx) {
+      turn_dropout_off(ctx);
+      return reward_model_objective(center);
+    };
     hooks.prepare_model = make_reward_model;
   } else {
     hooks.make_objective = make_preference_objective;

@@ -198,10 +198,12 @@ class MetricWindow {
       sums_[i].denominator = flat[2 * i + 1];
     }
   }
-  // name -> numerator / denominator (0 when nothing was counted), in order.
+  // name -> numerator / denominator, in order; a metric nothing was counted for is left out (as TRL's KTO log
+  // leaves out a side without replies), except the loss.
   std::vector<std::pair<std::string, double>> values() const {
     std::vector<std::pair<std::string, double>> out;
-    for (const auto& m : sums_) out.emplace_back(m.name, m.denominator != 0 ? m.numerator / m.denominator : 0.0);
+    for (const auto& m : sums_)
+      if (m.denominator != 0 || m.name == "loss") out.emplace_back(m.name, m.denominator != 0 ? m.numerator / m.denominator : 0.0);
     return out;
   }
   void clear() {
@@ -657,8 +659,8 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
     rows = std::move(loaded.train);
     val_rows = std::move(loaded.val);
     if (prepare_rows) {
-      prepare_rows(rows, data_seed);
-      prepare_rows(val_rows, data_seed);
+      prepare_rows(rows, data_seed, "the training rows");
+      prepare_rows(val_rows, data_seed, "the validation rows (--val_dataset, --split_dataset_ratio)");
     }
   }
 

@@ -256,6 +256,8 @@ void validate(const PreferenceConfig& c) {
     SWIFT_CHECK(std::find(types.begin(), types.end(), c.loss_type) != types.end(), UsageError,
                 "--loss_type " + c.loss_type + " is not available for this --rlhf_type", "use one of " + known);
   }
+  SWIFT_CHECK(c.loss_type != "discopop" || c.discopop_tau > 0, UsageError, "--discopop_tau must be > 0",
+              "e.g. --discopop_tau 0.05 (ms-swift's default)");
   SWIFT_CHECK(c.beta > 0, UsageError, "--beta must be > 0", "e.g. --beta 0.1 (ms-swift's default; 2.0 for simpo)");
   SWIFT_CHECK(c.label_smoothing >= 0 && c.label_smoothing < 0.5, UsageError, "--label_smoothing must be in [0, 0.5)",
               "it is the probability that a pair's preference is flipped; e.g. 0.1");

@@ -247,9 +247,14 @@ LoraConfig load_adapter(model::CausalLM& model, const fs::path& dir, std::option
                   : "pass a PEFT adapter folder (adapter_config.json + adapter_model.safetensors)");
   LoraConfig config = parse_adapter_config(io::read_json_file(config_path), config_path.string());
   config.lora_dtype = lora_dtype;
+  auto file = io::SafetensorsFile::open(weights_path);
+  // A reward model's adapter (PEFT's SEQ_CLS task, swift rlhf --rlhf_type rm) carries its score head: the causal
+  // base becomes a sequence classifier with as many outputs for it to load into.
+  const std::string score_key = std::string(kPeftPrefix) + "score.weight";
+  if (config.task_type == "SEQ_CLS" && !model->is_sequence_classifier() && file->contains(score_key))
+    model->make_sequence_classifier(file->entry(score_key).shape.at(0), 0);
   with_context("applying " + config_path.string(), [&] { return apply_lora(model, config, 0); });
 
-  auto file = io::SafetensorsFile::open(weights_path);
   std::map<std::string, at::Tensor> expected;
   for (auto& [key, tensor] : adapter_state_dict(model, config)) expected.emplace(key, tensor);
   std::vector<std::string> missing, unexpected, misshapen;

@@ -69,8 +69,9 @@ read -r ours theirs <<<"$(answers "$TMP/after.jsonl")"
 lora=(--model "$SFT" --train_type lora --dataset swift/self-cognition-preference --model_name 小黄 "Xiao Huang"
       --model_author 魔搭 ModelScope --max_steps 3 --learning_rate 1e-3 --per_device_train_batch_size 4
       --gradient_accumulation_steps 1 --logging_steps 1 --add_version false)
-run lora_implicit 0 "$SWIFT" rlhf "${lora[@]}" --output_dir "$TMP/implicit"
+run lora_implicit 0 "$SWIFT" rlhf "${lora[@]}" --output_dir "$TMP/implicit" --lora_dropout 0.05
 has lora_implicit_ref "the LoRA adapter switched off for the reference pass" err
+has lora_dropout_off "--lora_dropout 0.05 has no effect in swift rlhf" err
 run lora_explicit 0 "$SWIFT" rlhf "${lora[@]}" --ref_model "$SFT" --output_dir "$TMP/explicit"
 has lora_explicit_ref "reference model: $SFT (frozen)" err
 "$PY" - "$TMP/implicit" "$TMP/explicit" <<'P' && ok || bad "the adapter-off reference differs from the loaded one"
@@ -205,6 +206,17 @@ run rm_lora_score 0 "$SWIFT" infer --adapters "$TMP/rm_lora/checkpoint-3" --val_
   --result_path "$TMP/lora_scores.jsonl"
 "$PY" -c 'import json,sys; assert all(isinstance(json.loads(l)["response"], float) for l in open(sys.argv[1]))' \
   "$TMP/lora_scores.jsonl" && ok || bad "infer with the reward adapter did not score"
+# Merged, the adapter becomes a *ForSequenceClassification folder that scores the same.
+run rm_merge 0 "$SWIFT" export --adapters "$TMP/rm_lora/checkpoint-3" --merge_lora true --output_dir "$TMP/rm_merged"
+run rm_merged_score 0 "$SWIFT" infer --model "$TMP/rm_merged" --val_dataset "$TMP/score.jsonl" \
+  --result_path "$TMP/merged_scores.jsonl"
+"$PY" - "$TMP/lora_scores.jsonl" "$TMP/merged_scores.jsonl" "$TMP/rm_merged/config.json" <<'P' && ok || bad "the merged reward model scores differently"
+import json, sys
+a = [json.loads(l)["response"] for l in open(sys.argv[1])]
+b = [json.loads(l)["response"] for l in open(sys.argv[2])]
+assert all(abs(x - y) < 1e-4 * max(1, abs(x)) for x, y in zip(a, b)) and len(a) == len(b) == 4, (a, b)
+assert json.load(open(sys.argv[3]))["architectures"] == ["Qwen3ForSequenceClassification"]
+P
 # The OpenAI server answers a chat request with the conversation's reward (the message content, as ms-swift).
 port="$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 "$SWIFT" deploy --model "$TMP/rm/checkpoint-30" --port "$port" >"$TMP/rm_deploy.log" 2>&1 &

@@ -65,9 +65,10 @@ struct ObjectiveContext {
   int zero_stage = 0;
 };
 using ObjectiveFactory = std::function<std::unique_ptr<TrainingObjective>(const ObjectiveContext&)>;
-// Prepares the loaded, normalised rows (training, then validation) before they are encoded (KTO pairs each
-// reply with another row's for its KL term). Not called for --streaming.
-using RowPreparation = std::function<void(std::vector<nlohmann::json>& rows, uint64_t data_seed)>;
+// Prepares the loaded, normalised rows (training, then validation; `what` names them for errors) before they are
+// encoded (KTO pairs each reply with another row's for its KL term). Not called for --streaming.
+using RowPreparation =
+    std::function<void(std::vector<nlohmann::json>& rows, uint64_t data_seed, const std::string& what)>;
 
 // What a command changes in the loaded policy before LoRA is applied (rm: a score head replaces lm_head), and
 // what that asks of the adapter: modules trained in full and saved with it, and PEFT's task_type.
