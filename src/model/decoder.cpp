@@ -10,6 +10,7 @@
 
 #include "swift/core/error.h"
 #include "swift/model/checkpointing.h"
+#include "swift/model/family_registry.h"
 #include "swift/model/param_sharding.h"
 
 namespace swift::model {
@@ -158,17 +159,10 @@ void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, s
     score->weight.copy_(at::normal(0.0, config_.initializer_range, score->weight.sizes(), generator, at::kFloat));
   }
   config_.num_labels = num_labels;
-  std::string arch = config_.raw.contains("architectures") && config_.raw["architectures"].is_array() &&
-                             !config_.raw["architectures"].empty()
-                         ? config_.raw["architectures"][0].get<std::string>()
-                         : std::string();
-  const std::string causal = "ForCausalLM";
-  if (arch.size() > causal.size() && arch.compare(arch.size() - causal.size(), causal.size(), causal) == 0)
-    arch = arch.substr(0, arch.size() - causal.size());
-  if (arch.empty()) arch = config_.model_type == "qwen3"   ? "Qwen3"
-                           : config_.model_type == "qwen2" ? "Qwen2"
-                           : config_.model_type == "mistral" ? "Mistral"
-                                                             : "Llama";
+  // The family's causal LM class names the classifier: Qwen3ForCausalLM -> Qwen3ForSequenceClassification.
+  const ModelFamily* family = find_model_family(config_.model_type, {});
+  std::string arch = family && !family->architectures.empty() ? family->architectures.front() : "LlamaForCausalLM";
+  arch = arch.substr(0, arch.rfind("ForCausalLM"));
   config_.raw["architectures"] = nlohmann::json::array({arch + "ForSequenceClassification"});
   nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
   for (int64_t i = 0; i < num_labels; ++i) {

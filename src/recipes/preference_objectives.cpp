@@ -10,16 +10,16 @@ namespace swift::recipes {
 
 namespace {
 
+// The loss, then the method's metrics, as the trainer reads them: still on the device.
 MicroBatchResult result_of(const train::PreferenceOutput& out) {
-  MicroBatchResult result;
-  result.loss = out.loss;
-  result.metrics.push_back({"loss", out.loss.detach().item<double>(), 1.0});
-  for (const auto& m : out.metrics) result.metrics.push_back({m.name, m.sum, m.count});
-  return result;
+  const at::Tensor loss = out.loss.detach().to(at::kDouble).reshape({1});
+  return {out.loss, at::cat({at::stack({loss[0], at::ones_like(loss[0])}).unsqueeze(0), out.stacked()})};
 }
 
-train::SequenceLogps score(model::CausalLM& m, const model::ForwardArgs& args, const at::Tensor& labels) {
-  return train::sequence_logps_from_hidden(m->forward_hidden(args), labels, [&](const at::Tensor& h) { return m->logits(h); });
+train::SequenceLogps score(model::CausalLM& m, const model::ForwardArgs& args, const at::Tensor& labels,
+                           bool with_logit_means = false) {
+  return train::sequence_logps_from_hidden(m->forward_hidden(args), labels,
+                                           [&](const at::Tensor& h) { return m->logits(h); }, with_logit_means);
 }
 
 // The reference's log-probabilities (call without gradients): the loaded reference model, or the policy with its
@@ -31,6 +31,16 @@ train::SequenceLogps reference_logps(model::CausalLM& reference, model::CausalLM
   return score(policy, args, labels);
 }
 
+// Rows [start, start + n) of per-row log-probabilities.
+train::SequenceLogps rows_of(const train::SequenceLogps& s, int64_t start, int64_t n) {
+  train::SequenceLogps out;
+  out.logps = s.logps.narrow(0, start, n);
+  out.tokens = s.tokens.narrow(0, start, n);
+  if (s.logit_means.defined()) out.logit_means = s.logit_means.narrow(0, start, n);
+  out.vocab_size = s.vocab_size;
+  return out;
+}
+
 // The bytes of a loaded reference model's parameters (0 for none: the policy with its adapters off).
 int64_t weight_bytes(const model::CausalLM& m) {
   int64_t bytes = 0;
@@ -39,16 +49,21 @@ int64_t weight_bytes(const model::CausalLM& m) {
   return bytes;
 }
 
-class PairObjective : public TrainingObjective {
+// Objectives on pairs: [chosen..., rejected...] in one batch, the loss a mean over each micro-batch's pairs.
+class PairBatchObjective : public TrainingObjective {
  public:
-  PairObjective(train::PreferenceConfig config, model::CausalLM reference)
-      : config_(std::move(config)), reference_(std::move(reference)) {}
-
   train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
     return train::collate_pairs(items, pad_id);
   }
   double units(const train::Batch&) const override { return 1.0; }
   int64_t sequences_per_example() const override { return 2; }
+};
+
+class PairObjective : public PairBatchObjective {
+ public:
+  PairObjective(train::PreferenceConfig config, model::CausalLM reference)
+      : config_(std::move(config)), reference_(std::move(reference)) {}
+
   int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
 
   std::vector<std::string> metric_names() const override {
@@ -63,24 +78,27 @@ class PairObjective : public TrainingObjective {
   }
 
   MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
+    const bool all_positions = config_.needs_position_logit_means();
     model::ForwardArgs args;
     args.input_ids = batch.input_ids.to(policy->device());
+    const at::Tensor labels = batch.labels.to(policy->device());  // once for the policy and the reference
     // Right padding: causal attention alone keeps real tokens from seeing pads. CPO and ORPO log the logits at
     // every position, pads included, so there the pads attend as in transformers (masked).
-    if (config_.needs_position_logit_means()) {
+    if (all_positions) {
       args.attention_mask = batch.attention_mask.to(policy->device());
       // Positions count on through the pads, as transformers numbers them without position_ids.
       args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
     }
     const at::Tensor hidden = policy->forward_hidden(args);
+    // DPO logs the logits' mean over the scored positions; CPO and ORPO over every position (below).
     const auto policy_logps = train::sequence_logps_from_hidden(
-        hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); });
+        hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); }, !all_positions);
     at::Tensor position_means;
     std::optional<train::SequenceLogps> reference;
     {
       torch::NoGradGuard no_grad;
-      if (config_.needs_position_logit_means()) position_means = policy->vocab_mean_logits(hidden.detach());
-      if (config_.needs_reference()) reference = reference_logps(reference_, policy, args, batch.labels);
+      if (all_positions) position_means = policy->vocab_mean_logits(hidden.detach());
+      if (config_.needs_reference()) reference = reference_logps(reference_, policy, args, labels);
     }
     return result_of(train::preference_loss(config_, policy_logps, reference ? &*reference : nullptr, position_means));
   }
@@ -91,18 +109,14 @@ class PairObjective : public TrainingObjective {
 };
 
 // Rows 0..B-1 are the labelled replies, B..2B-1 (loss_type kto) their KL rows. Only the replies' pass keeps
-// gradients; the KL rows and the reference run without.
+// gradients; the policy's KL pass and the reference (one pass over all rows) run without.
 class KtoObjective : public TrainingObjective {
  public:
   KtoObjective(train::PreferenceConfig config, model::CausalLM reference)
       : config_(std::move(config)), reference_(std::move(reference)) {}
 
   train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
-    if (config_.needs_kl_rows()) return train::collate_pairs(items, pad_id);
-    train::Batch b = train::collate(items, pad_id);  // apo_zero_unpaired: the replies alone
-    b.desirable = at::zeros({static_cast<int64_t>(items.size())}, at::kBool);
-    for (size_t i = 0; i < items.size(); ++i) b.desirable[static_cast<int64_t>(i)] = items[i]->desirable.value_or(false);
-    return b;
+    return config_.needs_kl_rows() ? train::collate_pairs(items, pad_id) : train::collate_labelled(items, pad_id);
   }
   double units(const train::Batch&) const override { return 1.0; }
   int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
@@ -130,22 +144,24 @@ class KtoObjective : public TrainingObjective {
   MicroBatchResult compute(model::CausalLM& policy, const train::Batch& batch) override {
     const bool kl_rows = config_.needs_kl_rows();
     const int64_t B = kl_rows ? batch.input_ids.size(0) / 2 : batch.input_ids.size(0);
+    model::ForwardArgs all;
+    all.input_ids = batch.input_ids.to(policy->device());
+    const at::Tensor labels = batch.labels.to(policy->device());
     const auto rows = [&](int64_t start) {
       model::ForwardArgs args;
-      args.input_ids = batch.input_ids.narrow(0, start, B).to(policy->device());
+      args.input_ids = all.input_ids.narrow(0, start, B);
       return args;
     };
-    const at::Tensor labels = batch.labels.narrow(0, 0, B);
-    const auto policy_logps = score(policy, rows(0), labels);
+    const auto policy_logps = score(policy, rows(0), labels.narrow(0, 0, B), /*with_logit_means=*/true);
     std::optional<train::SequenceLogps> policy_kl, reference_kl;
     train::SequenceLogps reference;
     {
       torch::NoGradGuard no_grad;
-      reference = reference_logps(reference_, policy, rows(0), labels);
+      const auto reference_all = reference_logps(reference_, policy, all, labels);
+      reference = rows_of(reference_all, 0, B);
       if (kl_rows) {
-        const at::Tensor kl_labels = batch.labels.narrow(0, B, B);
-        policy_kl = score(policy, rows(B), kl_labels);
-        reference_kl = reference_logps(reference_, policy, rows(B), kl_labels);
+        policy_kl = score(policy, rows(B), labels.narrow(0, B, B));
+        reference_kl = rows_of(reference_all, B, B);
       }
     }
     return result_of(train::kto_loss(config_, policy_logps, reference, policy_kl ? &*policy_kl : nullptr,
@@ -157,14 +173,9 @@ class KtoObjective : public TrainingObjective {
   model::CausalLM reference_;
 };
 
-class RewardModelObjective : public TrainingObjective {
+class RewardModelObjective : public PairBatchObjective {
  public:
   explicit RewardModelObjective(std::optional<double> center) : center_(center) {}
-  train::Batch collate(const std::vector<const train::Example*>& items, int64_t pad_id) const override {
-    return train::collate_pairs(items, pad_id);
-  }
-  double units(const train::Batch&) const override { return 1.0; }
-  int64_t sequences_per_example() const override { return 2; }
   std::vector<std::string> metric_names() const override {
     std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
                                       "rewards/margins"};

@@ -165,8 +165,9 @@ class CausalLmObjective : public TrainingObjective {
                                                        batch.labels,
                                                        [&](const at::Tensor& h) { return policy->logits(h); });
     const auto tokens = static_cast<double>(sums.tokens);
-    return {sums.loss_sum,
-            {{"loss", sums.loss_sum.item<double>(), tokens}, {"token_acc", static_cast<double>(sums.correct), tokens}}};
+    const at::Tensor loss = sums.loss_sum.detach().to(at::kDouble).reshape({1});
+    const at::Tensor rest = at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options());
+    return {sums.loss_sum, at::cat({loss, rest}).view({2, 2})};
   }
 };
 
@@ -174,44 +175,32 @@ class CausalLmObjective : public TrainingObjective {
 // reduces the same values even when it had no micro-batch of its own.
 class MetricWindow {
  public:
-  explicit MetricWindow(const std::vector<std::string>& names) {
-    for (const auto& n : names) sums_.push_back({n, 0.0, 0.0});
-  }
-  void add(const std::vector<MetricSum>& metrics) {
-    for (const auto& m : metrics) {
-      auto it = std::find_if(sums_.begin(), sums_.end(), [&](const MetricSum& s) { return s.name == m.name; });
-      TORCH_CHECK(it != sums_.end(), "metric ", m.name, " is not among the objective's metric_names()");
-      it->numerator += m.numerator;
-      it->denominator += m.denominator;
-    }
+  explicit MetricWindow(std::vector<std::string> names) : names_(std::move(names)), sums_(2 * names_.size(), 0.0) {}
+  // One micro-batch's [n, 2] metrics (MicroBatchResult::metrics): one copy to the host.
+  void add(const at::Tensor& metrics) {
+    const at::Tensor host = metrics.to(at::kCPU, at::kDouble).contiguous();
+    TORCH_CHECK(host.numel() == static_cast<int64_t>(sums_.size()), "an objective reported ", host.numel() / 2,
+                " metrics for ", names_.size(), " metric_names()");
+    const double* v = host.data_ptr<double>();
+    for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += v[i];
   }
   // Summed over the ranks.
-  void reduce(dist::ProcessGroup& group) {
-    std::vector<double> flat;
-    for (const auto& m : sums_) {
-      flat.push_back(m.numerator);
-      flat.push_back(m.denominator);
-    }
-    flat = group.sum(flat);
-    for (size_t i = 0; i < sums_.size(); ++i) {
-      sums_[i].numerator = flat[2 * i];
-      sums_[i].denominator = flat[2 * i + 1];
-    }
-  }
-  // name -> numerator / denominator, in order; a metric nothing was counted for is left out (as TRL's KTO log
-  // leaves out a side without replies), except the loss.
+  void reduce(dist::ProcessGroup& group) { sums_ = group.sum(sums_); }
+  // name -> sum / count, in order; a metric nothing was counted for is left out (as TRL's KTO log leaves out a
+  // side without replies), except the loss.
   std::vector<std::pair<std::string, double>> values() const {
     std::vector<std::pair<std::string, double>> out;
-    for (const auto& m : sums_)
-      if (m.denominator != 0 || m.name == "loss") out.emplace_back(m.name, m.denominator != 0 ? m.numerator / m.denominator : 0.0);
+    for (size_t i = 0; i < names_.size(); ++i) {
+      const double sum = sums_[2 * i], count = sums_[2 * i + 1];
+      if (count != 0 || names_[i] == "loss") out.emplace_back(names_[i], count != 0 ? sum / count : 0.0);
+    }
     return out;
   }
-  void clear() {
-    for (auto& m : sums_) m.numerator = m.denominator = 0;
-  }
+  void clear() { std::fill(sums_.begin(), sums_.end(), 0.0); }
 
  private:
-  std::vector<MetricSum> sums_;
+  std::vector<std::string> names_;
+  std::vector<double> sums_;  // (sum, count) per name
 };
 
 // What the loop needs, built once.

@@ -12,7 +12,8 @@
 namespace swift::train {
 
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
-                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head) {
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head,
+                                         bool with_logit_means) {
   const int64_t R = hidden.size(0), T = hidden.size(1);
   auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
   auto mask = shift_labels.ne(-100);                                         // [R, T-1]
@@ -25,14 +26,17 @@ SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Ten
   out.logps = at::zeros({R}, token_logps.options()).index_add(0, rows, token_logps);
   torch::NoGradGuard no_grad;
   out.tokens = mask.sum(1).to(at::kFloat);
-  out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, logits.mean(-1));
+  if (with_logit_means)  // another pass over the [N, V] logits: only where a metric reads it
+    out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, logits.mean(-1));
   out.vocab_size = logits.size(-1);
   return out;
 }
 
 namespace {
 
-double value(const at::Tensor& t) { return t.detach().to(at::kDouble).item<double>(); }
+// A metric's value stays on the device: the trainer reads them all in one copy, after the backward has been
+// queued (an .item() each would stall the device once per metric before it).
+at::Tensor value(const at::Tensor& t) { return t.detach().to(at::kDouble).reshape({}); }
 
 // -log σ(βx)(1-ε) - log σ(-βx)ε: the sigmoid loss with label smoothing (cDPO), as DPO and CPO write it.
 at::Tensor smoothed_sigmoid(const at::Tensor& x, double beta, double eps) {
@@ -129,6 +133,7 @@ PreferenceOutput dpo(const PreferenceConfig& c, const SequenceLogps& policy, con
     out.metrics.emplace_back("logps_mean/rejected", value((sr / tr.clamp_min(1)).mean()));
   }
   // The logits' vocabulary mean averaged over each side's label positions.
+  TORCH_CHECK(policy.logit_means.defined(), "DPO's policy log-probabilities need with_logit_means");
   const auto [lc, lr] = split(policy.logit_means);
   out.metrics.emplace_back("logits/chosen", value(lc.sum() / tc.sum().clamp_min(1)));
   out.metrics.emplace_back("logits/rejected", value(lr.sum() / tr.sum().clamp_min(1)));
@@ -192,6 +197,20 @@ PreferenceOutput orpo(const PreferenceConfig& c, const SequenceLogps& policy, co
 
 }  // namespace
 
+at::Tensor PreferenceOutput::stacked() const {
+  std::vector<at::Tensor> rows;
+  for (const auto& m : metrics) rows.push_back(at::stack({m.sum, m.count.to(m.sum.device())}));
+  return at::stack(rows);
+}
+
+std::vector<HostMetric> PreferenceOutput::read() const {
+  const at::Tensor host = stacked().cpu().contiguous();
+  const double* v = host.data_ptr<double>();
+  std::vector<HostMetric> out;
+  for (size_t i = 0; i < metrics.size(); ++i) out.push_back({metrics[i].name, v[2 * i], v[2 * i + 1]});
+  return out;
+}
+
 PreferenceOutput kto_loss(const PreferenceConfig& c, const SequenceLogps& policy, const SequenceLogps& reference,
                           const SequenceLogps* policy_kl, const SequenceLogps* reference_kl, const at::Tensor& desirable) {
   const at::Tensor chosen = desirable.to(policy.logps.device()).to(at::kBool), rejected = chosen.logical_not();
@@ -212,9 +231,10 @@ PreferenceOutput kto_loss(const PreferenceConfig& c, const SequenceLogps& policy
   PreferenceOutput out;
   out.loss = losses.mean();
   const at::Tensor rewards = b * logratios.detach();
-  const double n_chosen = value(chosen.sum()), n_rejected = value(rejected.sum());
-  const auto sum_where = [](const at::Tensor& v, const at::Tensor& mask) { return value(v.detach().masked_select(mask).sum()); };
+  const at::Tensor n_chosen = value(chosen.sum()), n_rejected = value(rejected.sum());
+  const auto sum_where = [](const at::Tensor& v, const at::Tensor& mask) { return value((v.detach() * mask).sum()); };
   // ms-swift's logits per reply: the vocabulary sum of the logits, summed over its scored positions.
+  TORCH_CHECK(policy.logit_means.defined(), "KTO's policy log-probabilities need with_logit_means");
   const at::Tensor logits = policy.logit_means * static_cast<double>(policy.vocab_size);
   out.metrics.emplace_back("kl", value(kl));
   out.metrics.emplace_back("rewards/chosen", sum_where(rewards, chosen), n_chosen);

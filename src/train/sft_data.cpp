@@ -238,9 +238,21 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
   return b;
 }
 
+namespace {
+
+// KTO's labels, [B] bool (false where a row has none).
+at::Tensor desirable_of(const std::vector<const Example*>& examples) {
+  std::vector<uint8_t> flags;
+  for (const auto* e : examples) flags.push_back(e->desirable.value_or(false) ? 1 : 0);
+  return at::tensor(flags, at::kByte).to(at::kBool);
+}
+
+}  // namespace
+
 Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id) {
   std::vector<Example> rejected(examples.size());
   std::vector<const Example*> rows(examples.begin(), examples.end());
+  std::vector<float> margins;
   bool any_margin = false;
   for (size_t i = 0; i < examples.size(); ++i) {
     SWIFT_CHECK(!examples[i]->rejected_input_ids.empty(), DataError, "a training example has no second sequence",
@@ -248,18 +260,19 @@ Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id)
                 "or, for kto, labelled replies");
     rejected[i].input_ids = examples[i]->rejected_input_ids;
     rejected[i].labels = examples[i]->rejected_labels;
+    margins.push_back(static_cast<float>(examples[i]->margin.value_or(0.0)));  // none counts 0, as ms-swift's collator
     any_margin = any_margin || examples[i]->margin.has_value();
   }
   for (const auto& r : rejected) rows.push_back(&r);
   Batch b = collate(rows, pad_id);
-  if (examples.front()->desirable) {
-    b.desirable = at::zeros({static_cast<int64_t>(examples.size())}, at::kBool);
-    for (size_t i = 0; i < examples.size(); ++i) b.desirable[static_cast<int64_t>(i)] = examples[i]->desirable.value_or(false);
-  }
-  if (any_margin) {  // rows without one count 0, as ms-swift's collator
-    b.margins = at::zeros({static_cast<int64_t>(examples.size())}, at::kFloat);
-    for (size_t i = 0; i < examples.size(); ++i) b.margins[static_cast<int64_t>(i)] = examples[i]->margin.value_or(0.0);
-  }
+  if (examples.front()->desirable) b.desirable = desirable_of(examples);
+  if (any_margin) b.margins = at::tensor(margins, at::kFloat);
+  return b;
+}
+
+Batch collate_labelled(const std::vector<const Example*>& examples, int64_t pad_id) {
+  Batch b = collate(examples, pad_id);
+  b.desirable = desirable_of(examples);
   return b;
 }
 

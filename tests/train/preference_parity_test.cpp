@@ -65,7 +65,8 @@ train::PreferenceOutput swift_loss(model::CausalLM& policy, model::CausalLM& ref
     args.position_ids = at::arange(input_ids.size(1)).expand_as(input_ids);
   }
   const auto hidden = policy->forward_hidden(args);
-  const auto logps = train::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); });
+  const auto logps = train::sequence_logps_from_hidden(
+      hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); }, !c.needs_position_logit_means());
   const auto ref_hidden = reference->forward_hidden(args);
   const auto ref = train::sequence_logps_from_hidden(ref_hidden, labels,
                                                      [&](const at::Tensor& h) { return reference->logits(h); });
@@ -82,7 +83,7 @@ train::PreferenceOutput swift_kto(model::CausalLM& policy, model::CausalLM& refe
     model::ForwardArgs args;
     args.input_ids = input_ids.narrow(0, start, B);
     return train::sequence_logps_from_hidden(m->forward_hidden(args), labels.narrow(0, start, B),
-                                             [&](const at::Tensor& h) { return m->logits(h); });
+                                             [&](const at::Tensor& h) { return m->logits(h); }, true);
   };
   const auto p = score(policy, 0), r = score(reference, 0), pk = score(policy, B), rk = score(reference, B);
   return train::kto_loss(c, p, r, &pk, &rk, desirable);
@@ -118,7 +119,7 @@ TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
       const auto out = train::reward_model_loss(rewards, margins, center);
       EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 1e-4 * (1 + std::abs(c.at("loss").get<double>())));
       EXPECT_EQ(out.metrics.size(), c.at("metrics").size());
-      for (const auto& m : out.metrics) {
+      for (const auto& m : out.read()) {
         ASSERT_TRUE(c.at("metrics").contains(m.name)) << m.name;
         const double expected = c.at("metrics").at(m.name);
         EXPECT_NEAR(m.sum / m.count, expected, 1e-4 * (1 + std::abs(expected))) << m.name;
@@ -134,7 +135,7 @@ TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
                          : swift_loss(policy, reference, config, input_ids, labels, mask);
     EXPECT_NEAR(out.loss.item<double>(), c.at("loss").get<double>(), 1e-4 * (1 + std::abs(c.at("loss").get<double>())));
     std::vector<std::pair<std::string, double>> values;
-    for (const auto& m : out.metrics) values.emplace_back(m.name, m.count ? m.sum / m.count : 0.0);
+    for (const auto& m : out.read()) values.emplace_back(m.name, m.count ? m.sum / m.count : 0.0);
     if (kto) values.emplace_back("rewards/margins", values[1].second - values[2].second);  // as rlhf.cpp derives it
     std::set<std::string> seen;
     for (const auto& [metric, v] : values) {

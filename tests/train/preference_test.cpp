@@ -175,7 +175,7 @@ TEST(PreferenceLoss, PolicyEqualToReferenceIsChance) {
   train::PreferenceConfig dpo;
   auto out = train::preference_loss(dpo, s, &s);
   EXPECT_NEAR(out.loss.item<double>(), std::log(2.0), 1e-6);
-  for (const auto& m : out.metrics) {
+  for (const auto& m : out.read()) {
     if (m.name.rfind("rewards/", 0) == 0) {
       EXPECT_EQ(m.sum, 0.0) << m.name;
     }
@@ -188,7 +188,7 @@ TEST(PreferenceLoss, PolicyEqualToReferenceIsChance) {
   double expected = 0;
   for (double d : {1.0, -4.0, 4.0}) expected += -std::log(1 / (1 + std::exp(-0.1 * d))) / 3;
   EXPECT_NEAR(out.loss.item<double>(), expected, 1e-6);
-  for (const auto& m : out.metrics) {
+  for (const auto& m : out.read()) {
     if (m.name == "rewards/accuracies") {
       EXPECT_NEAR(m.sum, 2.0 / 3, 1e-6);
     }
@@ -258,7 +258,7 @@ TEST(PreferenceLoss, KtoWeighsDesirableAndUndesirableReplies) {
   kto.undesirable_weight = 0.5;
   const auto out = train::kto_loss(kto, s, s, &s, &s, at::tensor({1, 0, 1}).to(at::kBool));
   EXPECT_NEAR(out.loss.item<double>(), (2 * 0.5 + 0.5 * 0.5 + 2 * 0.5) / 3, 1e-6);
-  for (const auto& m : out.metrics) {
+  for (const auto& m : out.read()) {
     if (m.name == "logps/chosen") {
       EXPECT_EQ(m.sum, -5.0);
       EXPECT_EQ(m.count, 2.0);

@@ -22,17 +22,13 @@
 
 namespace swift::recipes {
 
-// A logged value as a ratio of two sums over the logging window (and the ranks): the loss per token is
-// (summed loss, tokens), a per-micro-batch mean is (value, 1).
-struct MetricSum {
-  std::string name;
-  double numerator = 0, denominator = 0;
-};
-
 struct MicroBatchResult {
   // Divided by the step's normaliser (the units() of all its micro-batches on all ranks) before backward.
   at::Tensor loss;
-  std::vector<MetricSum> metrics;  // "loss" first: the loss curve and the progress line read it
+  // [n, 2] float64, detached, on any device: each of metric_names()' (sum, count) in order. A logged value is the
+  // ratio of the two summed over the logging window and the ranks: the loss per token is (summed loss, tokens), a
+  // per-micro-batch mean is (value, 1). The trainer reads it in one copy after queueing the backward.
+  at::Tensor metrics;
 };
 
 class TrainingObjective {
@@ -43,7 +39,7 @@ class TrainingObjective {
   // What the step's loss is a mean over, counted in this micro-batch: its label tokens (sft, a token mean over
   // the whole step), or 1 (preference losses: a mean over each micro-batch's pairs, then over micro-batches).
   virtual double units(const train::Batch& batch) const = 0;
-  // Everything compute() reports, in the order it is logged ("loss" first).
+  // Everything compute() reports, in the order it is logged ("loss" first: the loss curve reads it).
   virtual std::vector<std::string> metric_names() const = 0;
   // For the memory estimate: sequences per example that keep activations for the backward (pairs: 2), and the
   // bytes of any other model the objective holds (a loaded reference model).

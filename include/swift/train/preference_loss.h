@@ -18,13 +18,16 @@ struct SequenceLogps {
   at::Tensor logps;        // [R] float32: sum of log p(label); differentiable
   at::Tensor tokens;       // [R] float32: label tokens of the row
   at::Tensor logit_means;  // [R] float32, no grad: sum over the label positions of the logits' vocabulary mean
+                           // (undefined unless asked for)
   int64_t vocab_size = 0;
 };
 
 // From the final hidden states [R, T, C] and unshifted labels [R, T] (-100: none), computing logits
-// (`lm_head`: [N, C] -> [N, V]) only where a label is predicted.
+// (`lm_head`: [N, C] -> [N, V]) only where a label is predicted. with_logit_means: also logit_means (the policy's
+// DPO and KTO metrics; not the reference's).
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
-                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head);
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head,
+                                         bool with_logit_means = false);
 
 enum class PreferenceMethod { kDpo, kCpo, kOrpo, kKto };
 
@@ -53,10 +56,17 @@ struct PreferenceConfig {
 // A logged value as a sum and what it is a mean over: a micro-batch's mean with count 1 (DPO, CPO, ORPO: the
 // trainer averages them over micro-batches and ranks), or KTO's sums over the chosen/rejected replies with their
 // counts (averaged over all replies of the logging window, as TRL).
+// Both are 0-dim float64 tensors on the batch's device, read back together (PreferenceOutput::read).
 struct PreferenceMetric {
-  PreferenceMetric(std::string n, double s, double c = 1.0) : name(std::move(n)), sum(s), count(c) {}
+  PreferenceMetric(std::string n, at::Tensor s, at::Tensor c = {})
+      : name(std::move(n)), sum(std::move(s)), count(c.defined() ? std::move(c) : at::ones_like(sum)) {}
   std::string name;
-  double sum, count;
+  at::Tensor sum, count;
+};
+
+struct HostMetric {
+  std::string name;
+  double sum = 0, count = 0;
 };
 
 // The loss of one micro-batch (a mean over its pairs or replies, plus any NLL term) and its metrics in
@@ -64,6 +74,10 @@ struct PreferenceMetric {
 struct PreferenceOutput {
   at::Tensor loss;
   std::vector<PreferenceMetric> metrics;
+  // [n, 2] float64 on the device: each metric's (sum, count), in order.
+  at::Tensor stacked() const;
+  // The metrics on the host (one copy).
+  std::vector<HostMetric> read() const;
 };
 
 // policy / reference: rows 0..B-1 chosen, B..2B-1 rejected (train::collate_pairs). `reference` is required for

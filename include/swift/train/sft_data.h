@@ -82,6 +82,8 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
 // labelled replies: the B replies, then their B KL rows), padded together ([2B, T]), so one forward pass can score
 // both. attention_mask is set (1 real, 0 pad); `desirable` ([B] bool) for labelled replies.
 Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id);
+// Labelled replies alone (KTO without KL rows): collate() plus `desirable`.
+Batch collate_labelled(const std::vector<const Example*>& examples, int64_t pad_id);
 
 // Epochs of seeded shuffles over a dataset; the position (epoch, index) is all resume needs.
 class BatchSampler {
