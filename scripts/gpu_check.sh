@@ -4,7 +4,9 @@
 #   1. the end-to-end suites (tests/e2e: sft, data, infer, deploy, quant), which use CUDA because --device defaults to
 #      auto; each in the background, logs in OUT_DIR;
 #   2. CUDA against CPU: the same fp32 LoRA, QLoRA and full runs give the same losses (printed, with the largest
-#      difference), and bf16 / fp16 (loss scaling) runs train;
+#      difference), and bf16 / fp16 (loss scaling) runs train; two ranks sharing the GPU over Gloo (NCCL refuses
+#      two ranks on one GPU) give one rank's losses under ZeRO-2, ZeRO-3 and zero3_offload (pinned CPU homes,
+#      optimizer offload on CUDA), with the memory they report;
 #   3. the training benchmark against transformers + PEFT on a Qwen3-0.6B-shaped model (bench/bench_train.py),
 #      and the serving benchmark (bench/bench_deploy.py) on CUDA.
 #   scripts/gpu_check.sh DEBS_DIR OUT_DIR      (DEBS_DIR from `scripts/offline_deps.sh download DIR`)
@@ -96,6 +98,34 @@ assert worst < 2e-3, worst
 print(f"fp32 losses differ by at most {worst:.2e}; bf16/fp16/amp train")
 P
 [ "$ok_runs" = 1 ] || note "cuda vs cpu: a run failed (cmp_*.log)"
+# 2b. Two ranks on this one GPU (Gloo, staged through CPU RAM) against one rank, full fine-tuning in fp32.
+ok_runs=1
+dist=(--model "$W/m" --dataset swift/self-cognition#64 --model_name Tiny Tests --model_author Tests Tests
+      --max_steps 6 --gradient_accumulation_steps 2 --logging_steps 1 --save_steps 3 --add_version false
+      --learning_rate 1e-3 --seed 1 --lora_dropout 0 --device cuda --torch_dtype float32)
+"$SWIFT" sft "${dist[@]}" --train_type full --per_device_train_batch_size 4 --output_dir "$W/d-one" \
+  >"$OUT/dist_one.log" 2>&1 || ok_runs=0
+for stage in zero2 zero3 zero3_offload; do
+  NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${dist[@]}" --train_type full --per_device_train_batch_size 2 \
+    --ddp_backend gloo --deepspeed "$stage" --output_dir "$W/d-$stage" >"$OUT/dist_$stage.log" 2>&1 || ok_runs=0
+done
+python3 - "$W" <<'P' >"$OUT/dist_cuda.txt" 2>&1 && note "2 ranks on one GPU: ok ($(tail -1 "$OUT/dist_cuda.txt"))" || note "2 ranks on one GPU: FAILED (dist_cuda.txt, dist_*.log)"
+import json, os, sys
+w = sys.argv[1]
+def losses(run):
+    return [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
+one = losses("d-one")
+worst = 0.0
+for stage in ("zero2", "zero3", "zero3_offload"):
+    got = losses(f"d-{stage}")
+    print(stage, [round(x, 5) for x in got], "one rank", [round(x, 5) for x in one])
+    assert len(got) == len(one) == 6, stage
+    worst = max(worst, max(abs(a - b) for a, b in zip(one, got)))
+assert worst < 1e-3, worst
+print(f"losses within {worst:.1e} of one rank")
+P
+[ "$ok_runs" = 1 ] || note "2 ranks on one GPU: a run failed (dist_*.log)"
+grep -h "holds after the first step\|raised by loading\|offload_param" "$OUT"/dist_zero3*.log | tail -6
 "$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
   --val_dataset swift/self-cognition#2 --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"

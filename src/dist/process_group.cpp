@@ -37,12 +37,15 @@ struct PendingCollective::Impl {
   int rank = 0, world_size = 1;
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Work> work;
+  // Gloo with a CUDA tensor: the collective ran on `staged`, a CPU copy, whose result goes back into `target`.
+  at::Tensor staged, target;
 };
 
 void PendingCollective::wait() {
   if (!impl_) return;
   const auto impl = std::move(impl_);
   guarded_collective(impl->what, impl->rank, impl->world_size, [&] { impl->work->wait(impl->timeout); });
+  if (impl->target.defined()) impl->target.copy_(impl->staged);
 }
 
 struct ProcessGroup::Impl {
@@ -58,13 +61,20 @@ struct ProcessGroup::Impl {
     guarded_collective(what, rank, world_size, std::forward<Fn>(fn));
   }
 
-  // Starts the collective `launch` makes of {tensor}; its Work waits in the result.
+  // Starts the collective `launch` makes of {tensor}; its Work waits in the result. Gloo works on CPU tensors:
+  // a CUDA tensor is staged through a CPU copy (--ddp_backend gloo on GPUs: slow, but it runs several ranks on
+  // one GPU, which NCCL refuses).
   template <typename Launch>
   PendingCollective start(const char* what, Launch&& launch, at::Tensor& tensor) {
     PendingCollective out;
-    out.impl_ = std::make_shared<PendingCollective::Impl>(PendingCollective::Impl{what, rank, world_size, timeout, {}});
+    out.impl_ = std::make_shared<PendingCollective::Impl>(PendingCollective::Impl{what, rank, world_size, timeout, {}, {}, {}});
+    const bool stage = backend_name == "gloo" && tensor.is_cuda();
+    if (stage) {
+      out.impl_->staged = tensor.to(c10::kCPU);
+      out.impl_->target = tensor;
+    }
     guarded(what, [&] {
-      std::vector<at::Tensor> tensors{tensor};
+      std::vector<at::Tensor> tensors{stage ? out.impl_->staged : tensor};
       out.impl_->work = launch(tensors);
     });
     return out;
@@ -119,8 +129,9 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, c10::Dev
               "use auto, nccl (CUDA) or gloo (CPU)");
   SWIFT_CHECK(backend != "nccl" || device.is_cuda(), UsageError, "--ddp_backend nccl needs CUDA tensors",
               "train on a GPU, or use --ddp_backend gloo on the CPU");
-  SWIFT_CHECK(backend != "gloo" || !device.is_cuda(), UsageError, "--ddp_backend gloo is for CPU training here",
-              "use --ddp_backend nccl (the default on CUDA)");
+  if (backend == "gloo" && device.is_cuda())
+    log_warn("--ddp_backend gloo on ", device.str(), ": every collective is staged through CPU RAM (slow; for several "
+             "ranks on one GPU, which NCCL refuses, or where NCCL does not work)");
   impl->backend_name = backend;
   impl->store = rendezvous(env, impl->timeout);
   try {
@@ -188,14 +199,14 @@ void ProcessGroup::reduce_sum(at::Tensor& tensor, int root) { start_reduce_sum(t
 void ProcessGroup::barrier() {
   impl_->guarded("barrier", [&] {
     c10d::BarrierOptions options;
-    if (impl_->device.is_cuda()) options.device_ids = {impl_->device.index()};
+    if (impl_->device.is_cuda() && impl_->backend_name == "nccl") options.device_ids = {impl_->device.index()};
     impl_->backend->barrier(options)->wait(impl_->timeout);
   });
 }
 
 std::vector<double> ProcessGroup::sum(const std::vector<double>& values) {
   if (values.empty()) return {};
-  at::Tensor t = at::tensor(values, at::kDouble).to(impl_->device);
+  at::Tensor t = at::tensor(values, at::kDouble).to(impl_->backend_name == "gloo" ? c10::Device(c10::kCPU) : impl_->device);
   all_reduce_sum(t);
   t = t.cpu();
   return std::vector<double>(t.data_ptr<double>(), t.data_ptr<double>() + t.numel());

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -125,11 +126,23 @@ std::vector<std::filesystem::path> optimizer_state_files(const std::filesystem::
 
 ParameterPartition::ParameterPartition(const std::vector<int64_t>& bytes, int world_size)
     : owner_(bytes.size(), 0), load_(static_cast<size_t>(std::max(1, world_size)), 0) {
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    const auto lightest = std::min_element(load_.begin(), load_.end());  // first of the least loaded: deterministic
-    owner_[i] = static_cast<int>(lightest - load_.begin());
-    *lightest += bytes[i];
-  }
+  // Largest first (LPT): a large parameter that comes last in model order (an untied head) cannot then tip the
+  // balance; ties keep model order, so every rank computes the same assignment.
+  std::vector<size_t> order(bytes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  for (const size_t i : order) owner_[i] = take(bytes[i]);
+}
+
+int ParameterPartition::take(int64_t bytes) {
+  const auto lightest = std::min_element(load_.begin(), load_.end());  // first of the least loaded: deterministic
+  *lightest += bytes;
+  return static_cast<int>(lightest - load_.begin());
+}
+
+int ParameterPartition::assign(int64_t bytes) {
+  owner_.push_back(take(bytes));
+  return owner_.back();
 }
 
 }  // namespace swift::dist

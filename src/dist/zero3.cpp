@@ -8,22 +8,40 @@
 
 #include "swift/core/error.h"
 #include "swift/dist/process_group.h"
+#include "swift/model/param_sharding.h"
 
 namespace swift::dist {
 
-Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners)
-    : group_(group), params_(std::move(params)), owners_(std::move(owners)) {
+Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners,
+                             Zero3Options options)
+    : group_(group), options_(options), params_(std::move(params)), owners_(std::move(owners)) {
   SWIFT_ASSERT(params_.size() == owners_.size(), "one owner per parameter");
+  c10::NoGradGuard no_grad;
+  home_.resize(params_.size());
   for (size_t i = 0; i < params_.size(); ++i) {
     index_[params_[i].unsafeGetTensorImpl()] = i;
     shapes_.push_back(params_[i].sizes().vec());
+    if (owners_[i] != group_.rank()) continue;
+    const at::Tensor& p = params_[i];
+    SWIFT_ASSERT(model::holds_values(p), "ZeRO-3: this rank owns a parameter it did not load");
+    // Already where it rests (as a ZeRO-3 load places it)? Then the parameter's own storage is its home.
+    const bool in_place = options_.offload_param ? p.device().is_cpu() && (!options_.device.is_cuda() || p.is_pinned())
+                                                 : p.device() == options_.device;
+    if (in_place) {
+      home_[i] = p.detach();
+    } else if (options_.offload_param) {
+      home_[i] = at::empty(p.sizes(), p.options().device(c10::kCPU).pinned_memory(options_.device.is_cuda()));
+      home_[i].copy_(p.detach());
+    } else {
+      home_[i] = p.detach().to(options_.device);
+    }
   }
 }
 
-int Zero3Sharding::owner_of(const at::Tensor& p) const {
+size_t Zero3Sharding::index_of(const at::Tensor& p) const {
   const auto it = index_.find(p.unsafeGetTensorImpl());
   SWIFT_ASSERT(it != index_.end(), "a parameter ZeRO-3 does not know");
-  return owners_[it->second];
+  return it->second;
 }
 
 // Grouped by (owner, dtype), in that order: the same sequence of collectives on every rank.
@@ -36,9 +54,7 @@ std::vector<Zero3Sharding::Group> Zero3Sharding::groups_of(const std::vector<at:
   return out;
 }
 
-int64_t Zero3Sharding::numel_of(const at::Tensor& p) const {
-  return c10::multiply_integers(shapes_[index_.at(p.unsafeGetTensorImpl())]);
-}
+int64_t Zero3Sharding::numel_of(const at::Tensor& p) const { return c10::multiply_integers(shapes_[index_of(p)]); }
 
 std::vector<const void*> Zero3Sharding::signature(const std::vector<at::Tensor>& params) {
   std::vector<const void*> out;
@@ -47,20 +63,23 @@ std::vector<const void*> Zero3Sharding::signature(const std::vector<at::Tensor>&
   return out;
 }
 
-// Each (owner, dtype) group's values in one flat tensor, broadcast from the owner; the owner sends a copy.
+// Each (owner, dtype) group's values in one flat tensor on the device, broadcast from the owner, which copies
+// them in from its homes (from pinned CPU RAM without blocking: the copy and the collective follow each other
+// on the device's stream).
 Zero3Sharding::InFlight Zero3Sharding::start_gather(const std::vector<at::Tensor>& params) {
   c10::NoGradGuard no_grad;
   InFlight out{params, signature(params), groups_of(params), {}, {}};
   for (const auto& g : out.groups) {
-    at::Tensor flat;
+    int64_t total = 0;
+    for (size_t k : g.members) total += numel_of(params[k]);
+    at::Tensor flat = at::empty({total}, params[g.members.front()].options().device(options_.device));
     if (g.owner == group_.rank()) {
-      std::vector<at::Tensor> parts;
-      for (size_t k : g.members) parts.push_back(params[k].detach().reshape(-1));
-      flat = at::cat(parts);
-    } else {
-      int64_t total = 0;
-      for (size_t k : g.members) total += numel_of(params[k]);
-      flat = at::empty({total}, params[g.members.front()].options());
+      int64_t offset = 0;
+      for (size_t k : g.members) {
+        const at::Tensor& home = home_[index_of(params[k])];
+        flat.narrow(0, offset, home.numel()).copy_(home.reshape(-1), /*non_blocking=*/true);
+        offset += home.numel();
+      }
     }
     out.pending.push_back(group_.start_broadcast(flat, g.owner));
     out.flat.push_back(std::move(flat));
@@ -68,17 +87,20 @@ Zero3Sharding::InFlight Zero3Sharding::start_gather(const std::vector<at::Tensor
   return out;
 }
 
+// Every rank's parameters become views of the broadcast values, except an owner's whose home is on the device:
+// it computes on its home. (With offload_param the owner takes the view even on a CPU run, the GPU's path.)
 void Zero3Sharding::finish_gather(InFlight& in_flight) {
   c10::NoGradGuard no_grad;
   for (size_t i = 0; i < in_flight.groups.size(); ++i) {
     in_flight.pending[i].wait();
     const Group& g = in_flight.groups[i];
-    if (g.owner == group_.rank()) continue;
+    if (g.owner == group_.rank() && !options_.offload_param) continue;
     int64_t offset = 0;
     for (size_t k : g.members) {
       at::Tensor p = in_flight.params[k];
-      const int64_t n = numel_of(p);
-      p.set_data(in_flight.flat[i].narrow(0, offset, n).view(shapes_[index_.at(p.unsafeGetTensorImpl())]));
+      const auto& shape = shapes_[index_of(p)];
+      const int64_t n = c10::multiply_integers(shape);
+      p.set_data(in_flight.flat[i].narrow(0, offset, n).view(shape));
       offset += n;
     }
   }
@@ -129,42 +151,68 @@ void Zero3Sharding::end_micro_batch() {
   trace_mode_ = Trace::kNone;
 }
 
+// Owners go back to their homes (which the optimizer updates between uses); the others hold nothing.
 void Zero3Sharding::release(const std::vector<at::Tensor>& params) {
   c10::NoGradGuard no_grad;
   for (const auto& p : params) {
-    if (owner_of(p) == group_.rank()) continue;
+    const size_t i = index_of(p);
     at::Tensor t = p;
-    t.set_data(at::empty({0}, p.options()));
+    if (owners_[i] == group_.rank()) {
+      if (p.data_ptr() != home_[i].data_ptr() || p.device() != home_[i].device()) t.set_data(home_[i]);
+    } else {
+      t.set_data(at::empty({0}, p.options().device(options_.device)));
+    }
   }
 }
 
-std::vector<at::Tensor> Zero3Sharding::reduce_gradients(const std::vector<at::Tensor>& params,
-                                                        const std::vector<at::Tensor>& grads) {
+void Zero3Sharding::gather_to_host(const std::vector<std::vector<at::Tensor>>& chunks, int root) {
   c10::NoGradGuard no_grad;
-  std::vector<at::Tensor> out(params.size());
+  for (const auto& chunk : chunks) {
+    if (chunk.empty()) continue;
+    gather(chunk);
+    if (group_.rank() != root) {
+      release(chunk);
+      continue;
+    }
+    for (const auto& p : chunk) {
+      const at::Tensor& home = home_[index_of(p)];
+      at::Tensor t = p;
+      if (home.defined() && home.device().is_cpu()) t.set_data(home);  // an offloaded owner's values are in RAM
+      else if (!p.device().is_cpu()) t.set_data(p.detach().to(c10::kCPU));
+    }
+  }
+}
+
+void Zero3Sharding::reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) {
+  c10::NoGradGuard no_grad;
   for (const auto& g : groups_of(params)) {
     std::vector<at::Tensor> parts;
     for (size_t k : g.members) {
-      parts.push_back(grads[k].defined() ? grads[k].reshape(-1) : at::zeros({numel_of(params[k])}, params[k].options()));
+      parts.push_back(grads[k].defined() ? grads[k].reshape(-1) : at::zeros({numel_of(params[k])}, params[k].options().device(options_.device)));
     }
     at::Tensor flat = at::cat(parts);
     group_.reduce_sum(flat, g.owner);
     if (g.owner != group_.rank()) continue;
     int64_t offset = 0;
     for (size_t k : g.members) {
-      const auto& shape = shapes_[index_.at(params[k].unsafeGetTensorImpl())];
+      const auto& shape = shapes_[index_of(params[k])];
       const int64_t n = c10::multiply_integers(shape);
-      out[k] = flat.narrow(0, offset, n).view(shape).clone();
+      const at::Tensor summed = flat.narrow(0, offset, n).view(shape);
+      at::Tensor p = params[k];
+      if (p.grad().defined()) p.mutable_grad().add_(summed);  // gradient accumulation over micro-batches
+      else p.mutable_grad() = summed.clone();
       offset += n;
     }
   }
-  return out;
 }
 
-int64_t Zero3Sharding::held_parameter_bytes() const {
-  int64_t bytes = 0;
-  for (const auto& p : params_) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-  return bytes;
+Zero3Sharding::Held Zero3Sharding::held_parameter_bytes() const {
+  Held held;
+  for (const auto& p : params_) {
+    const int64_t bytes = p.numel() * static_cast<int64_t>(p.element_size());
+    (p.device() == options_.device ? held.device : held.host) += bytes;
+  }
+  return held;
 }
 
 }  // namespace swift::dist

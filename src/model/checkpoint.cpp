@@ -15,6 +15,7 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/init_weights.h"
+#include "swift/model/param_sharding.h"
 #include "swift/quant/bnb_tensors.h"
 #include "swift/quant/quantized_linear.h"
 
@@ -38,16 +39,55 @@ std::string list_some(const std::vector<std::string>& names) {
   return out;
 }
 
+// The plan's placement of every parameter (model order), checked for length.
+std::vector<Placement> plan_placement(CausalLM& model, const PlacementPlan& plan) {
+  std::vector<ParameterInfo> infos;
+  for (auto& item : model->named_parameters())
+    infos.push_back({item.key(), item.value().numel() * static_cast<int64_t>(item.value().element_size())});
+  auto where = plan(infos);
+  SWIFT_ASSERT(where.size() == infos.size(), "a placement plan gives one Placement per parameter");
+  return where;
+}
+
+// Gives each parameter the storage its placement asks for: on the device, in (pinned) CPU RAM, or a placeholder.
+// with_values: move the values the parameter has (initialised ones); otherwise allocate, to be filled from files.
+void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10::Device device, bool with_values) {
+  torch::NoGradGuard no_grad;
+  size_t i = 0;
+  for (auto& p : model->parameters()) {
+    const auto options = p.options().device(device);
+    const auto host = p.options().device(c10::kCPU).pinned_memory(device.is_cuda());  // pinned: async copies
+    at::Tensor data;
+    switch (where[i++]) {
+      case Placement::kDevice:
+        data = with_values ? p.detach().to(device) : at::empty(p.sizes(), options);
+        break;
+      case Placement::kHost:
+        data = at::empty(p.sizes(), host);
+        if (with_values) data.copy_(p.detach());
+        break;
+      case Placement::kElsewhere:
+        data = placeholder(p.sizes(), options);
+        break;
+    }
+    p.set_data(data);
+  }
+}
+
+// where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere parameter is checked
+// against the files but not read.
 void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<quant::QuantConfig>& quantization,
-                      bool prequantized, c10::Device device) {
+                      bool prequantized, c10::Device device, const std::vector<Placement>& where) {
   auto weights = io::SafetensorsFolder::open(dir);
   torch::NoGradGuard no_grad;
   std::vector<std::string> missing, misshapen, unexpected;
   std::set<std::string> used;
   if (quantization)
     quant::load_quantized_linears(model, weights, *quantization, prequantized, device, dir.string(), used);
+  size_t index = 0;
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
+    const bool elsewhere = !where.empty() && where[index++] == Placement::kElsewhere;
     if (used.count(name)) continue;  // a quantized layer's weight
     if (!weights.contains(name)) {
       missing.push_back(name);
@@ -59,8 +99,9 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<
                           shape_string(item.value().sizes()));
       continue;
     }
-    with_context("loading " + name + " from " + weights.file_of(name).filename().string(),
-                 [&] { item.value().copy_(weights.get(name)); });
+    if (!elsewhere)
+      with_context("loading " + name + " from " + weights.file_of(name).filename().string(),
+                   [&] { item.value().copy_(weights.get(name)); });
     weights.release(name);  // copied: its file pages need not stay resident beside the copy
     used.insert(name);
   }
@@ -116,17 +157,25 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
     // Parameters are allocated on the target device and filled straight from the mapped files. With quantization
     // they are allocated on the CPU first: the decoder layers' weights are never written there (each is quantized
     // on the device from the file), so their pages cost nothing; the rest moves to the device after.
-    const c10::Device build_on = quantization ? c10::Device(c10::kCPU) : options.device;
+    // A placement plan (ZeRO-3) likewise builds on the CPU and then gives each parameter its own storage, so the
+    // tensors this rank does not own are never written anywhere.
+    const bool planned = options.placement && !quantization;
+    const c10::Device build_on = quantization || planned ? c10::Device(c10::kCPU) : options.device;
     CausalLM model(config, at::TensorOptions().dtype(dtype).device(build_on));
+    std::vector<Placement> where;
+    if (planned) where = plan_placement(model, options.placement);
     if (has_weights) {
-      fill_from_folder(model, dir, quantization, prequantized.has_value(), options.device);
+      if (planned) place_parameters(model, where, options.device, /*with_values=*/false);
+      fill_from_folder(model, dir, quantization, prequantized.has_value(), options.device, where);
       log_debug("loaded ", count_parameters(model), " parameters from ", dir.string());
     } else {
-      init_weights(model, options.init_strategy, options.seed);
+      init_weights(model, options.init_strategy, options.seed);  // the whole model: the same values on every rank
       log_info("no weights in ", dir.string(), ": initialised with --init_strategy ", options.init_strategy,
                " (seed ", options.seed, ")");
+      if (planned) place_parameters(model, where, options.device, /*with_values=*/true);
       if (quantization) quant::quantize_model(model, *quantization);
     }
+    if (planned) model->set_compute_device(options.device);
     if (quantization) {
       model->to(options.device);
       quant::move_quantized(model, options.device);

@@ -126,17 +126,15 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     auto grads = torch::autograd::grad({y}, wrt, {grad}, /*retain_graph=*/false, /*create_graph=*/false,
                                        /*allow_unused=*/true);
     y = at::Tensor();
-    if (sharding) {  // ZeRO-3: this layer's gradients go to their owners now, then its values are freed again
+    if (sharding) {  // ZeRO-3: this layer's gradients go into their owners' .grad now, then its values are freed
       std::vector<at::Tensor> params, param_grads;
       for (size_t k = 0; k < slots.size(); ++k) {
         if (slots[k] == 0) continue;
         params.push_back(state->params[slots[k] - 1]);
         param_grads.push_back(grads[k]);
+        grads[k] = at::Tensor();  // nothing left for autograd to accumulate
       }
-      const auto reduced = sharding->reduce_gradients(params, param_grads);
-      size_t j = 0;
-      for (size_t k = 0; k < slots.size(); ++k)
-        if (slots[k] != 0) grads[k] = reduced[j++];
+      sharding->reduce_gradients(params, param_grads);
       sharding->release(state->layer->parameters());
     }
     for (size_t k = 0; k < slots.size(); ++k) result[slots[k]] = grads[k];

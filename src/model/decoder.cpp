@@ -189,7 +189,9 @@ at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::T
 }
 
 c10::ScalarType CausalLMImpl::dtype() const { return model->embed_tokens->weight.scalar_type(); }
-c10::Device CausalLMImpl::device() const { return model->embed_tokens->weight.device(); }
+c10::Device CausalLMImpl::device() const {
+  return compute_device_ ? *compute_device_ : model->embed_tokens->weight.device();
+}
 
 KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
   KVCache cache;

@@ -33,6 +33,7 @@
 #include "swift/model/autocast.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/family_registry.h"
+#include "swift/model/param_sharding.h"
 #include "swift/quant/quantized_linear.h"
 #include "swift/recipes/quant_flags.h"
 #include "swift/recipes/commands.h"
@@ -121,7 +122,7 @@ std::vector<cli::FlagSpec> train_flags(bool pretrain) {
       {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
       // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
       {"ddp_timeout", FlagType::kInt, "1800", "seconds a rank waits for the others (rendezvous, each collective) before failing"},
-      {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo"},
+      {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo (on GPUs staged through CPU RAM: slow, but several ranks may share one GPU)"},
       {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and parameters), *_offload, or a DeepSpeed JSON file"},
       {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: full_shard (zero3), shard_grad_op (zero2), no_shard (zero0)"},
       // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
@@ -230,6 +231,7 @@ struct Job {
   // are gathered for each micro-batch, the decoder layers around each use (model::ParamSharding).
   std::unique_ptr<dist::Zero3Sharding> zero3;
   std::vector<at::Tensor> outer_params;
+  std::vector<std::vector<at::Tensor>> save_chunks;  // what a checkpoint save brings to rank 0, chunk by chunk
   int64_t full_parameter_bytes = 0, full_trainable_bytes = 0;  // before any sharding, for the held-memory log
   model::LoadOptions load;  // how the policy was loaded
   std::unique_ptr<TrainingObjective> objective;
@@ -334,6 +336,18 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
                               (job.longest_example > 0 ? job.longest_example : max_length);
   in.zero_stage = job.zero.stage;
   in.optimizer_offloaded = job.zero.offload_optimizer && job.model->device().is_cuda();
+  in.params_offloaded = job.zero.offload_param && job.model->device().is_cuda();
+  in.gpu = job.model->device().is_cuda();
+  if (job.zero.stage == 3) {  // what ZeRO-3 gathers whole: the outer parameters, and a layer at a time
+    std::map<std::string, int64_t> layer_bytes;
+    for (const auto& item : job.model->named_parameters()) {
+      const std::string& n = item.key();
+      const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
+      if (n.rfind("model.layers.", 0) == 0) layer_bytes[n.substr(0, n.find('.', 13))] += bytes;
+      else in.outer_weight_bytes += bytes;
+    }
+    for (const auto& [layer, bytes] : layer_bytes) in.layer_weight_bytes = std::max(in.layer_weight_bytes, bytes);
+  }
   in.world_size = job.world_size;
   in.gradient_checkpointing = flags.boolean("gradient_checkpointing");
   const c10::Device device = job.model->device();
@@ -407,14 +421,15 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
     out.emplace(dir);
     tmp = out->path();
   }
-  if (job.zero3) job.zero3->gather_all();  // the whole model on every rank while rank 0 writes it
+  if (job.zero3) job.zero3->gather_to_host(job.save_chunks, 0);  // rank 0's copy in RAM, a layer at a time
   if (job.main_rank()) write_checkpoint_files(job, flags, step, optimizer, data, tmp, with_state && !sharded);
   if (sharded && with_state) {  // after rank 0's files: saving the model replaces the folder it writes into
     tmp = job.group->share("checkpoint-" + std::to_string(step), tmp.string());
     optimizer.save(tmp / dist::optimizer_shard_name(job.rank, job.world_size));
   }
   if (job.group) job.group->barrier();  // every shard is written, and no rank runs ahead of a save
-  if (job.zero3) job.zero3->release_all();
+  if (job.zero3)
+    for (const auto& chunk : job.save_chunks) job.zero3->release(chunk);
   if (!job.main_rank()) return;
   if (sharded && with_state) {
     for (int r = 0; r < job.world_size; ++r)
@@ -432,48 +447,86 @@ void save_checkpoint(Job& job, const cli::Flags& flags, int64_t step, const trai
   log_info("saved ", dir.string());
 }
 
+// "31.3 MiB, 32.4 MiB": bytes[first, first + n), one per rank.
+std::string bytes_per_rank(const std::vector<double>& bytes, size_t first, size_t n) {
+  std::string out;
+  for (size_t r = 0; r < n; ++r) {
+    if (r > 0) out += ", ";
+    out += train::format_bytes(bytes[first + r]);
+  }
+  return out;
+}
+
 // The AdamW state each rank holds under the partition (the moments are two tensors shaped like the parameter).
-void log_zero_shares(const Job& job, const dist::ParameterPartition& partition, const std::vector<int64_t>& bytes) {
-  int64_t total = 0;
-  for (const int64_t b : bytes) total += b;
-  std::string shares;
+void log_zero_shares(const Job& job, const std::vector<int>& owners, const std::vector<int64_t>& bytes) {
+  double total = 0;
+  std::vector<double> per_rank(static_cast<size_t>(job.world_size), 0.0);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    total += static_cast<double>(bytes[i]);
+    per_rank[static_cast<size_t>(owners[i])] += static_cast<double>(bytes[i]);
+  }
   if (job.zero.stage == 3) {  // the partition is over every parameter's values
-    for (int r = 0; r < job.world_size; ++r) shares += (r ? ", " : "") + train::format_bytes(static_cast<double>(partition.bytes_of(r)));
-    log_info("ZeRO-3 (", job.zero.source, "): parameter values per rank ", shares, " (without ZeRO ",
-             train::format_bytes(static_cast<double>(total)), " on every rank); each owner keeps the AdamW state of its trainable ones");
+    log_info("ZeRO-3 (", job.zero.source, "): parameter values per rank ", bytes_per_rank(per_rank, 0, per_rank.size()),
+             " (without ZeRO ", train::format_bytes(total), " on every rank); each owner keeps the AdamW state of its trainable ones");
     return;
   }
-  for (int r = 0; r < job.world_size; ++r)
-    shares += (r ? ", " : "") + std::to_string(2.0 * static_cast<double>(partition.bytes_of(r)) / (1 << 20)).substr(0, 6);
+  std::string shares;
+  for (size_t r = 0; r < per_rank.size(); ++r) {
+    if (r > 0) shares += ", ";
+    shares += std::to_string(2.0 * per_rank[r] / (1 << 20)).substr(0, 6);
+  }
   log_info("ZeRO-", job.zero.stage, " (", job.zero.source, "): AdamW state per rank ", shares, " MiB (without ZeRO ",
-           std::to_string(2.0 * static_cast<double>(total) / (1 << 20)).substr(0, 6), " MiB on every rank)",
+           std::to_string(2.0 * total / (1 << 20)).substr(0, 6), " MiB on every rank)",
            job.zero.stage == 2 ? "; gradients between micro-batches likewise" : "");
 }
 
-// After the first ZeRO step: the parameter, gradient and AdamW bytes each rank actually holds (measured on the
-// tensors), next to what every rank would hold without ZeRO.
+// After the first ZeRO step: the parameter, gradient and AdamW bytes each rank actually holds on its device
+// (measured on the tensors), next to what every rank would hold without ZeRO; what offloading keeps in CPU RAM
+// instead is listed besides.
 void log_held_memory(const Job& job, const std::vector<at::Tensor>& all_params, const std::vector<at::Tensor>& trainable,
                      const train::AdamW& optimizer) {
-  auto bytes = [](const at::Tensor& t) { return static_cast<double>(t.numel()) * static_cast<double>(t.element_size()); };
-  double held = 0;
-  for (const auto& p : all_params) held += bytes(p);  // ZeRO-3: released parameters hold nothing
+  const c10::Device device = job.model->device();
+  const size_t world = static_cast<size_t>(job.world_size);
+  std::vector<double> per_rank(2 * world, 0.0);  // [device bytes per rank..., CPU RAM bytes per rank...]
+  auto add = [&](const at::Tensor& t) {
+    const double bytes = static_cast<double>(t.numel()) * static_cast<double>(t.element_size());
+    per_rank[static_cast<size_t>(job.rank) + (t.device() == device ? 0 : world)] += bytes;
+  };
+  for (const auto& p : all_params) add(p);  // ZeRO-3: released parameters hold nothing
   for (const auto& p : trainable)
-    if (p.grad().defined()) held += bytes(p.grad());
-  for (const auto& [name, t] : optimizer.state_tensors()) held += bytes(t);
+    if (p.grad().defined()) add(p.grad());
+  for (const auto& [name, t] : optimizer.state_tensors()) add(t);
   const double ddp = static_cast<double>(job.full_parameter_bytes) + 3.0 * static_cast<double>(job.full_trainable_bytes);
-  std::vector<double> per_rank(static_cast<size_t>(job.world_size), 0.0);
-  per_rank[static_cast<size_t>(job.rank)] = held;
   per_rank = job.group->sum(per_rank);
-  std::string shares;
-  double largest = 0;
-  for (int r = 0; r < job.world_size; ++r) {
-    shares += (r ? ", " : "") + train::format_bytes(per_rank[static_cast<size_t>(r)]);
-    largest = std::max(largest, per_rank[static_cast<size_t>(r)]);
+  const std::string shares = bytes_per_rank(per_rank, 0, world), host = bytes_per_rank(per_rank, world, world);
+  double largest = 0, host_total = 0;
+  for (size_t r = 0; r < world; ++r) {
+    largest = std::max(largest, per_rank[r]);
+    host_total += per_rank[world + r];
   }
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f", largest / ddp);
   log_info("ZeRO-", job.zero.stage, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
-           shares, "; without ZeRO ", train::format_bytes(ddp), " on every rank (largest share ", ratio, "x that)");
+           shares, "; without ZeRO ", train::format_bytes(ddp), " on every rank (largest share ", ratio, "x that)",
+           host_total > 0 ? "; offloaded to CPU RAM: " + host : std::string());
+}
+
+double memory_high_water_bytes(const c10::Device& device) {
+  return train::peak_memory_gib(device.is_cuda() ? device.index() : -1) * (1 << 30);
+}
+
+// After loading, with several ranks: each rank's memory high-water mark (the GPU's peak reserved memory, or the
+// process's peak resident set on the CPU) and how much loading the model raised it from `before`. Under ZeRO-3
+// (`sharded`) each rank has read only the parameters it owns.
+void log_memory_high_water(const Job& job, double before, bool sharded) {
+  const c10::Device device = job.model->device();
+  const size_t world = static_cast<size_t>(job.world_size);
+  std::vector<double> per_rank(2 * world, 0.0);
+  per_rank[static_cast<size_t>(job.rank)] = memory_high_water_bytes(device);
+  per_rank[world + static_cast<size_t>(job.rank)] = per_rank[static_cast<size_t>(job.rank)] - before;
+  per_rank = job.group->sum(per_rank);
+  log_info("model loaded; memory high-water mark per rank (", device.is_cuda() ? "GPU" : "RAM", "): ",
+           bytes_per_rank(per_rank, 0, world), ", raised by loading: ", bytes_per_rank(per_rank, world, world), sharded ? " (ZeRO-3: each rank read only the parameters it owns)" : "");
 }
 
 // After the first step: the most gradient bytes each rank held during its backward passes (measured by the
@@ -483,14 +536,15 @@ void log_gradient_peak(const Job& job, const dist::GradientSync& sync) {
   std::vector<double> per_rank(static_cast<size_t>(job.world_size), 0.0);
   per_rank[static_cast<size_t>(job.rank)] = static_cast<double>(sync.peak_gradient_bytes());
   per_rank = job.group->sum(per_rank);
-  std::string shares;
-  for (int r = 0; r < job.world_size; ++r) shares += (r ? ", " : "") + train::format_bytes(per_rank[static_cast<size_t>(r)]);
-  log_info("gradients held during the backward, at most, per rank: ", shares, " (all gradients: ",
+  log_info("gradients held during the backward, at most, per rank: ", bytes_per_rank(per_rank, 0, per_rank.size()),
+           " (all gradients: ",
            train::format_bytes(static_cast<double>(job.full_trainable_bytes)), ")");
 }
 
+// placement: ZeRO-3's plan of which parameters this rank reads (none: the whole model).
 Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
-              std::unique_ptr<dist::ProcessGroup> group, const TrainingHooks& hooks) {
+              std::unique_ptr<dist::ProcessGroup> group, const TrainingHooks& hooks,
+              const model::PlacementPlan& placement) {
   const RowPreparation& prepare_rows = hooks.prepare_rows;
   Job job;
   job.pretrain = pretrain;
@@ -536,6 +590,8 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   }
   load.dtype = job.lora ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
   load.quantize = quantization;
+  // DoRA's magnitudes start from the whole base weights: with it every rank loads the whole model first.
+  if (placement && !flags.boolean("use_dora")) load.placement = placement;
   job.quantization = quantization;
   if (!job.lora && dtype && (*dtype == c10::kBFloat16 || *dtype == c10::kHalf)) {
     job.autocast = *dtype;
@@ -555,8 +611,14 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
                 "resume with the --train_type of the run that wrote it");
   }
   // A full checkpoint is a complete model folder: its weights replace --model's.
+  const double memory_before_loading = memory_high_water_bytes(load.device);
   job.model = model::load_model(!resume.empty() && !job.lora ? resume : job.model_dir, load);
   job.load = load;
+  job.load.placement = nullptr;  // for models loaded besides (a reference): whole
+  if (job.group) {  // read as planned (ZeRO-3)? Then the parameters of other ranks are placeholders here
+    const auto params = job.model->parameters();
+    log_memory_high_water(job, memory_before_loading, std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return !model::holds_values(p); }));
+  }
   if (!job.quantization && quant::quantized_bytes(job.model).second > 0) {  // a folder saved quantized (*-bnb-4bit)
     SWIFT_CHECK(job.lora, UsageError,
                 job.model_dir.string() + " is saved quantized (bitsandbytes): its quantized weights cannot be trained",
@@ -749,6 +811,59 @@ void log_flags_without_effect(const cli::Flags& flags) {
     if (flags.given(name)) log_info("--", name, " has no effect in swift: ", why);
 }
 
+// ZeRO-3's owners by parameter name. The loaded parameters get theirs when the loader lists them, so each rank
+// reads only its own share from the files; those made after loading (LoRA, a score head) theirs afterwards, each
+// to the least-loaded rank. The same on every rank.
+class Zero3Owners {
+ public:
+  explicit Zero3Owners(int world_size) : partition_(world_size) {}
+  // The loader's plan for this rank: its own parameters on the device, or in CPU RAM with offload_param.
+  model::PlacementPlan plan(int rank, bool offload_param) {
+    return [this, rank, offload_param](const std::vector<model::ParameterInfo>& infos) {
+      std::vector<int64_t> bytes;
+      for (const auto& info : infos) bytes.push_back(info.bytes);
+      const dist::ParameterPartition loaded(bytes, partition_.world_size());  // largest first, as ZeRO-1/2
+      std::vector<model::Placement> where;
+      for (size_t i = 0; i < infos.size(); ++i) {
+        const int owner = loaded.owner(i);
+        partition_.charge(owner, infos[i].bytes);
+        by_name_[infos[i].name] = owner;
+        where.push_back(owner != rank     ? model::Placement::kElsewhere
+                        : offload_param   ? model::Placement::kHost
+                                          : model::Placement::kDevice);
+      }
+      return where;
+    };
+  }
+  int owner_of(const std::string& name, int64_t bytes) {
+    const auto it = by_name_.find(name);
+    if (it != by_name_.end()) return it->second;
+    return by_name_[name] = partition_.assign(bytes);
+  }
+
+ private:
+  dist::ParameterPartition partition_;
+  std::map<std::string, int> by_name_;
+};
+
+// What a checkpoint save brings to rank 0 under ZeRO-3, one decoder layer (or one outer parameter) at a time:
+// every parameter of a full model, the trainable ones (the adapter, --modules_to_save) for LoRA.
+std::vector<std::vector<at::Tensor>> save_chunks(const std::vector<std::string>& names,
+                                                 const std::vector<at::Tensor>& params, bool lora) {
+  std::vector<std::vector<at::Tensor>> chunks;
+  std::string current;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (lora && !params[i].requires_grad()) continue;
+    const std::string& n = names[i];
+    const size_t layer_end = n.rfind("model.layers.", 0) == 0 ? n.find('.', 13) : std::string::npos;
+    const std::string key = layer_end == std::string::npos ? n : n.substr(0, layer_end);
+    if (chunks.empty() || key != current) chunks.emplace_back();
+    current = key;
+    chunks.back().push_back(params[i]);
+  }
+  return chunks;
+}
+
 // Installs ZeRO-3's parameter sharding for the model's layers for as long as it lives.
 struct ShardingInstalled {
   explicit ShardingInstalled(model::ParamSharding* sharding) { model::set_param_sharding(sharding); }
@@ -785,20 +900,39 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
   // set_seed does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(static_cast<uint64_t>(flags.integer("seed")));
   const dist::ZeroConfig zero = dist::parse_deepspeed(dist::sharding_spec(flags.str("deepspeed"), flags.str("fsdp")));  // bad values before minutes of loading
-  Job job = build_job(flags, pretrain, setup, std::move(group), hooks);
+  // ZeRO-3 over several ranks: each rank reads only the parameters it owns, so none ever holds the whole model.
+  std::optional<Zero3Owners> zero3_owners;
+  model::PlacementPlan placement;
+  if (zero.stage == 3 && group) {
+    zero3_owners.emplace(group->world_size());
+    placement = zero3_owners->plan(group->rank(), zero.offload_param);
+  }
+  Job job = build_job(flags, pretrain, setup, std::move(group), hooks, placement);
   job.local_world_size = dist_env.local_world_size;
   job.zero = zero;
-  if ((job.zero.offload_optimizer || job.zero.offload_param) && !job.model->device().is_cuda())
-    log_info("--deepspeed ", job.zero.source, ": offload to the CPU has no effect, training already runs there");
-  // ZeRO-Offload on a GPU: the AdamW moments and fp32 master weights in CPU RAM (train::AdamW::offload_to).
-  const bool offload_optimizer = job.zero.offload_optimizer && job.model->device().is_cuda();
-  if (job.zero.offload_param && job.model->device().is_cuda())
-    log_warn("--deepspeed ", job.zero.source, ": offload_param is not implemented: parameters stay on the GPU",
-             job.zero.stage == 3 ? " (sharded by ZeRO-3)" : "", "; the optimizer state is offloaded");
   if (job.zero.stage > 0 && !job.group) {
     log_info("--deepspeed ", job.zero.source, ": one process has nothing to shard; training without ZeRO");
     job.zero.stage = 0;
   }
+  const bool cuda = job.model->device().is_cuda();
+  if (job.zero.offload_param && job.zero.stage != 3) {  // as DeepSpeed: parameters are offloaded by ZeRO-3 only
+    log_info("--deepspeed ", job.zero.source, ": offload_param applies to ZeRO-3 over several ranks; the parameters stay ",
+             cuda ? "on the GPU" : "where they are");
+    job.zero.offload_param = false;
+  }
+  if (job.zero.offload_param) {
+    log_info("ZeRO-3 offload_param: each rank keeps its parameters in CPU RAM between uses",
+             cuda ? " (pinned), copied to the GPU for each gather"
+                  : "; on a CPU run that is the memory they would be in anyway (the GPU's path, nothing saved)");
+    if (cuda && !job.zero.offload_optimizer) {
+      log_info("offload_param: the AdamW state goes to CPU RAM too, where the parameters are updated");
+      job.zero.offload_optimizer = true;
+    }
+  }
+  if (job.zero.offload_optimizer && !cuda)
+    log_info("--deepspeed ", job.zero.source, ": offload_optimizer has no effect on a CPU run: the optimizer runs there already");
+  // ZeRO-Offload on a GPU: the AdamW moments and fp32 master weights in CPU RAM (train::AdamW::offload_to).
+  const bool offload_optimizer = job.zero.offload_optimizer && cuda;
   SWIFT_CHECK(job.zero.stage < 3 || flags.boolean("gradient_checkpointing"), UsageError,
               "--deepspeed " + job.zero.source + ": ZeRO-3 needs gradient checkpointing (layers are gathered again "
               "for their recomputation in backward)",
@@ -845,7 +979,7 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     names.push_back(item.key());
     params.push_back(item.value());
   }
-  std::optional<dist::ParameterPartition> partition;
+  std::vector<int> owners;  // ZeRO: the rank owning each partitioned parameter
   std::set<std::string> owned, elsewhere;
   std::vector<int> trainable_owners;
   // ZeRO-3 partitions every parameter (frozen ones are held by one rank too); 1 and 2 the trainable ones.
@@ -862,16 +996,21 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     const auto& partitioned_names = job.zero.stage == 3 ? all_names : names;
     std::vector<int64_t> bytes;
     for (const auto& p : partitioned) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
-    partition.emplace(bytes, job.world_size);
+    if (zero3_owners) {  // the owners the loader read by, and new ones for parameters made since
+      for (size_t i = 0; i < partitioned.size(); ++i) owners.push_back(zero3_owners->owner_of(partitioned_names[i], bytes[i]));
+    } else {
+      owners = dist::ParameterPartition(bytes, job.world_size).owners();
+    }
     std::map<std::string, int> owner_of;
-    for (size_t i = 0; i < partitioned.size(); ++i) owner_of[partitioned_names[i]] = partition->owner(i);
+    for (size_t i = 0; i < partitioned.size(); ++i) owner_of[partitioned_names[i]] = owners[i];
     for (const auto& n : names) {
       trainable_owners.push_back(owner_of.at(n));
       (owner_of.at(n) == job.rank ? owned : elsewhere).insert(n);
     }
-    log_zero_shares(job, *partition, bytes);
+    log_zero_shares(job, owners, bytes);
   }
-  auto optimizer = make_optimizer(job.model, flags, lr, partition ? &owned : nullptr);
+  const bool sharded = job.zero.stage > 0;
+  auto optimizer = make_optimizer(job.model, flags, lr, sharded ? &owned : nullptr);
   if (offload_optimizer) {
     optimizer->offload_to(c10::Device(c10::kCPU));
     log_info("optimizer offload: AdamW state and fp32 master weights in CPU RAM, updated there each step");
@@ -951,17 +1090,24 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     }
     for (size_t i = 0; i < all_names.size(); ++i)
       if (all_names[i].rfind("model.layers.", 0) != 0) job.outer_params.push_back(all_params[i]);
+    dist::Zero3Options zero3_options;
+    zero3_options.device = job.model->device();
+    zero3_options.offload_param = job.zero.offload_param;
+    job.zero3 = std::make_unique<dist::Zero3Sharding>(*job.group, all_params, owners, zero3_options);
+    sharding_installed.emplace(job.zero3.get());
+    // The outer gradients' exchange buckets by shape and device, so it is built while those parameters are whole
+    // on the device on every rank. No start-up broadcast: every use gathers the owners' values.
+    job.zero3->gather(job.outer_params);
     sync.emplace(*job.group, outer_trainable, job.zero.reduce_bucket_bytes);
     sync->set_owners(outer_owners);
-    sync->broadcast_parameters();
-    job.zero3 = std::make_unique<dist::Zero3Sharding>(*job.group, all_params, partition->owners());
-    sharding_installed.emplace(job.zero3.get());
     job.zero3->release_all();
+    job.save_chunks = save_chunks(all_names, all_params, job.lora);
   } else if (job.group) {
     sync.emplace(*job.group, params, job.zero.reduce_bucket_bytes);
-    if (partition) sync->set_owners(trainable_owners);
+    if (sharded) sync->set_owners(trainable_owners);
     sync->broadcast_parameters();
   }
+
   if (job.group)
     log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage >= 2 ? "gradients reduced to their owners" : "gradients summed",
              job.zero.stage < 3 ? " during the backward" : " after each micro-batch",
@@ -1055,8 +1201,8 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     optimizer->set_lr(schedule.lr(step));
     if (!overflow) optimizer->step();
     // ZeRO-1/2: the owners' new values to every rank (ZeRO-3 gathers them when they are next used).
-    if (partition && job.zero.stage < 3 && !overflow) sync->broadcast_from_owners();
-    if (partition && step == start_step) log_held_memory(job, all_params, params, *optimizer);
+    if (sharded && job.zero.stage < 3 && !overflow) sync->broadcast_from_owners();
+    if (sharded && step == start_step) log_held_memory(job, all_params, params, *optimizer);
     for (auto& p : params)
       if (p.grad().defined()) p.mutable_grad().reset();  // every gradient: ZeRO optimizers see only their own
     if (job.scaler) job.scaler->update();

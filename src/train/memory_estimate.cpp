@@ -31,7 +31,10 @@ double activations(const MemoryInputs& in, bool checkpointing) {
 MemoryEstimate estimate_memory(const MemoryInputs& in) {
   MemoryEstimate e;
   const double world = std::max(1, in.world_size);
-  e.weights = static_cast<double>(in.weight_bytes) / (in.zero_stage >= 3 ? world : 1.0);  // at rest; a layer more while it runs
+  e.weights = static_cast<double>(in.weight_bytes);
+  if (in.zero_stage >= 3)  // each rank's share at rest (none on the device when offloaded), plus what is gathered
+    e.weights = (in.params_offloaded ? 0.0 : e.weights / world) + static_cast<double>(in.outer_weight_bytes) +
+                2.0 * static_cast<double>(in.layer_weight_bytes);
   // ZeRO-2 reduces each bucket to its owner as soon as backward completes it and drops the rest: a rank holds
   // its own share plus the (at most two) buckets in flight; otherwise every gradient.
   e.gradients = static_cast<double>(in.trainable_bytes);
@@ -70,6 +73,12 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
     if (saved3 > std::max(0.0, saved2))
       advice.push_back("--deepspeed zero3: the weights split too" + ranks + format_bytes(saved3) + ")");
   }
+  if (in.gpu && in.world_size > 1 && in.zero_stage == 3 && !in.params_offloaded) {
+    MemoryInputs z = in;
+    z.params_offloaded = z.optimizer_offloaded = true;
+    advice.push_back("--deepspeed zero3_offload: the parameters and AdamW state at rest in CPU RAM (saves " +
+                     format_bytes(e.total() - estimate_memory(z).total()) + ")");
+  }
   if (lora && in.quantizable_params > 0) {
     const double saved = static_cast<double>(in.quantizable_bytes) - static_cast<double>(in.quantizable_params) * 4.13 / 8;
     if (saved > 0)
@@ -86,7 +95,8 @@ std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstim
 
 std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
                               const std::string& device_name, bool lora) {
-  std::string out = "weights " + format_bytes(e.weights) + ", gradients " + format_bytes(e.gradients) +
+  std::string out = "weights " + format_bytes(e.weights) + (in.params_offloaded ? " (gathered; at rest in CPU RAM)" : "") +
+                    ", gradients " + format_bytes(e.gradients) +
                     ", AdamW state " + (in.optimizer_offloaded ? std::string("in CPU RAM") : format_bytes(e.optimizer)) +
                     ", activations " + format_bytes(e.activations) +
                     (in.gradient_checkpointing ? " (gradient checkpointing; " : " (no gradient checkpointing; ") +

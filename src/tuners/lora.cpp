@@ -16,6 +16,7 @@
 #include "swift/core/atomic_write.h"
 #include "swift/core/error.h"
 #include "swift/io/hf_config.h"
+#include "swift/model/param_sharding.h"
 #include "swift/tuners/lora_linear.h"
 
 namespace fs = std::filesystem;
@@ -277,7 +278,8 @@ LoraConfig load_adapter(model::CausalLM& model, const fs::path& dir, std::option
     throw DataError(msg, "maybe the adapter was trained on another base model?");
   }
   at::NoGradGuard no_grad;
-  for (auto& [key, param] : expected) param.copy_(file->get(key));
+  for (auto& [key, param] : expected)  // a ZeRO-3 rank skips the base weights (--modules_to_save) it does not own
+    if (model::holds_values(param)) param.copy_(file->get(key));
   return config;
 }
 

@@ -1,7 +1,7 @@
 // The data-parallel exchanges on a real two-rank Gloo group (two threads of this process, one TCPStore):
 // gradients summed or reduced to their owners while backward runs (bucket by bucket, in order), what a rank
 // holds meanwhile, and ZeRO-3's gathers with prefetch, including a sequence that leaves the recorded one and
-// values that change between micro-batches.
+// values that change between micro-batches; offloaded owners' homes; gathering a checkpoint onto one rank.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -16,6 +16,7 @@
 #include "swift/dist/gradient_sync.h"
 #include "swift/dist/process_group.h"
 #include "swift/dist/zero3.h"
+#include "swift/model/param_sharding.h"
 
 namespace swift::dist {
 namespace {
@@ -187,6 +188,107 @@ TEST(Zero3Gather, PrefetchServesTheRecordedSequenceAndNeverStaleValues) {
     for (const auto* which : {&a, &b, &c, &c, &b}) use(*which);
     sharding.end_micro_batch();
     EXPECT_EQ(sharding.prefetched_gathers(), 15);
+  });
+}
+
+// offload_param on the CPU takes the GPU's path: an owner's values rest in their home (here its own storage, in
+// RAM), during a use it computes on the copy it broadcast, and after the use it is back home, where an optimizer
+// step changes them for the next gather. Ranks that do not own a parameter hold only a placeholder to begin with
+// (as a ZeRO-3 load leaves them).
+TEST(Zero3Gather, OffloadedOwnersRestAtHomeAndComputeOnTheCopy) {
+  on_two_ranks([](ProcessGroup& group) {
+    const std::vector<int> owners{0, 1, 1};
+    std::vector<at::Tensor> params, values;
+    for (int i = 0; i < 3; ++i) {
+      values.push_back(at::full({4, 3}, static_cast<float>(i + 1)));
+      params.push_back(owners[static_cast<size_t>(i)] == group.rank() ? values.back().clone()
+                                                                      : model::placeholder({4, 3}, at::kFloat));
+    }
+    std::vector<const void*> homes;
+    for (const auto& p : params) homes.push_back(p.data_ptr());
+    Zero3Options options;
+    options.offload_param = true;
+    Zero3Sharding sharding(group, params, owners, options);
+    sharding.release_all();
+    for (int i = 0; i < 3; ++i) {
+      const bool mine = owners[static_cast<size_t>(i)] == group.rank();
+      EXPECT_EQ(params[i].numel(), mine ? 12 : 0) << i;
+      if (mine) {
+        EXPECT_EQ(params[i].data_ptr(), homes[i]) << i;  // at rest: home
+      }
+    }
+    for (int round = 0; round < 2; ++round) {
+      sharding.gather(params);
+      for (int i = 0; i < 3; ++i) {
+        EXPECT_TRUE(at::equal(params[i], values[i])) << i << " round " << round;
+        EXPECT_NE(params[i].data_ptr(), homes[i]) << i;  // everyone, the owner too, computes on the broadcast copy
+      }
+      sharding.release_all();
+      for (int i = 0; i < 3; ++i) {  // an optimizer step on the owners' homes
+        values[i] += 5;
+        if (owners[static_cast<size_t>(i)] == group.rank()) {
+          EXPECT_EQ(params[i].data_ptr(), homes[i]) << i;
+          params[i].detach().add_(5);
+        }
+      }
+    }
+    const auto held = sharding.held_parameter_bytes();
+    EXPECT_EQ(held.device, (group.rank() == 0 ? 1 : 2) * 12 * 4);  // a CPU run: home and device are the same RAM
+    EXPECT_EQ(held.host, 0);
+  });
+}
+
+// A layer's gradients in backward: summed over the ranks straight into the owner's .grad, accumulating over
+// micro-batches; the other rank keeps none.
+TEST(Zero3Gather, ReducedGradientsAccumulateInTheOwnersGrad) {
+  on_two_ranks([](ProcessGroup& group) {
+    const std::vector<int> owners{0, 1};
+    std::vector<at::Tensor> params{at::zeros({2, 2}).requires_grad_(true), at::zeros({3}).requires_grad_(true)};
+    Zero3Sharding sharding(group, params, owners);
+    for (int micro = 0; micro < 2; ++micro) {
+      sharding.gather(params);
+      const float r = static_cast<float>(group.rank() + 1);
+      sharding.reduce_gradients(params, {at::full({2, 2}, r), at::Tensor()});  // rank 1..2; nothing for params[1]
+      sharding.release(params);
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (owners[static_cast<size_t>(i)] != group.rank()) {
+        EXPECT_FALSE(params[i].grad().defined()) << i;
+        continue;
+      }
+      ASSERT_TRUE(params[i].grad().defined());
+      EXPECT_TRUE(at::equal(params[i].grad(), at::full(params[i].sizes(), i == 0 ? 6.0f : 0.0f))) << i;  // (1 + 2) x 2
+    }
+  });
+}
+
+// A checkpoint save: chunk by chunk, rank 0 ends with every value in RAM, rank 1 with only its own; after the
+// save rank 0 is back at rest.
+TEST(Zero3Gather, GatherToHostMakesTheRootWholeAndNobodyElse) {
+  on_two_ranks([](ProcessGroup& group) {
+    const std::vector<int> owners{1, 0, 1, 1};
+    std::vector<at::Tensor> params, values;
+    for (int i = 0; i < 4; ++i) {
+      values.push_back(at::arange(6, at::kFloat).view({2, 3}) * (i + 1));
+      params.push_back(values.back().clone());
+    }
+    Zero3Sharding sharding(group, params, owners);
+    sharding.release_all();
+    const std::vector<std::vector<at::Tensor>> chunks{{params[0], params[1]}, {params[2]}, {params[3]}};
+    sharding.gather_to_host(chunks, /*root=*/0);
+    for (int i = 0; i < 4; ++i) {
+      if (group.rank() == 0) {
+        EXPECT_TRUE(at::equal(params[i], values[i])) << i;
+        EXPECT_TRUE(params[i].device().is_cpu());
+      } else {
+        EXPECT_EQ(params[i].numel(), owners[static_cast<size_t>(i)] == 1 ? 6 : 0) << i;
+      }
+    }
+    sharding.release_all();
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(params[i].numel(), owners[static_cast<size_t>(i)] == group.rank() ? 6 : 0) << i;
+    sharding.gather(params);  // still the owners' values afterwards
+    for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(params[i], values[i])) << i;
+    sharding.release_all();
   });
 }
 

@@ -126,5 +126,19 @@ TEST(ParameterPartition, BalancesBytesWithinOneParameterAndIsDeterministic) {
   EXPECT_EQ(total, 1220);
 }
 
+// Largest first: an untied head last in model order does not tip the balance (in model order it would: 6 vs 2).
+TEST(ParameterPartition, LargestFirstThenLaterParametersToTheLightest) {
+  ParameterPartition p({1, 1, 1, 1, 4}, 2);
+  EXPECT_EQ(p.owner(4), 0);
+  EXPECT_EQ(p.bytes_of(0), 4);
+  EXPECT_EQ(p.bytes_of(1), 4);
+  // Parameters made after loading (LoRA's) go, one by one, to the least-loaded rank.
+  EXPECT_EQ(p.assign(3), 0);
+  EXPECT_EQ(p.assign(1), 1);
+  EXPECT_EQ(p.owners().size(), 7u);
+  p.charge(1, 10);
+  EXPECT_EQ(p.assign(1), 0);
+}
+
 }  // namespace
 }  // namespace swift::dist

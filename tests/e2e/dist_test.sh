@@ -5,7 +5,9 @@
 #    also with an uneven last batch that leaves a rank nothing, and the same eval losses; the 2-rank checkpoint
 #    answers in single-process infer as the 1-rank one does;
 #  - so do ZeRO-1, ZeRO-2 and ZeRO-3 (sharded optimizer state, gradients, parameters), whose checkpoints resume at
-#    2 ranks and in one process; ZeRO-3 holds about half of DDP's memory per rank at 2 ranks (measured);
+#    2 ranks and in one process; ZeRO-3 holds about half of DDP's memory per rank at 2 ranks (measured), and
+#    loading raises each rank's memory by about its share only; ZeRO-3 with offload_param, with DoRA, and LoRA
+#    with --modules_to_save resumed;
 #    --deepspeed JSON files and --fsdp shard_grad_op map onto them;
 #  - resuming a 2-rank run from its checkpoint continues with the same losses, at 2 ranks and in one process;
 #  - a rank killed mid-run stops the other; the launcher exits non-zero naming it; resuming afterwards works;
@@ -106,6 +108,29 @@ for stage in zero1 zero2 zero3; do
     compare "$stage $type" "$TMP/one-$type" "$TMP/$stage-$type" "$weights"
   done
 done
+# 1c. ZeRO-3 with offload_param (on the CPU the GPU's path: owners keep their values at home and compute on the
+#     copy they broadcast), and with DoRA (whose magnitudes need the whole base: loaded whole first), still equal
+#     1 rank; a LoRA run with --modules_to_save (base weights in the adapter, owned by one rank) resumes at 2 ranks.
+for type in full lora; do
+  weights=model.safetensors
+  [ "$type" = lora ] && weights=adapter_model.safetensors
+  run "zero3_offload_$type" 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type "$type" \
+    --per_device_train_batch_size 2 --deepspeed zero3_offload --output_dir "$TMP/z3o-$type"
+  has "zero3_offload_${type}_log" "ZeRO-3 offload_param: each rank keeps its parameters in CPU RAM" err
+  has "zero3_offload_${type}_read" "each rank read only the parameters it owns" err
+  compare "zero3_offload $type" "$TMP/one-$type" "$TMP/z3o-$type" "$weights"
+done
+run dora_one 0 "$SWIFT" sft "${common[@]}" --train_type lora --use_dora true --per_device_train_batch_size 4 \
+  --output_dir "$TMP/dora-one"
+run dora_zero3 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --use_dora true \
+  --per_device_train_batch_size 2 --deepspeed zero3 --output_dir "$TMP/dora-z3"
+compare "zero3 dora" "$TMP/dora-one" "$TMP/dora-z3" adapter_model.safetensors
+run mts_zero3 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --modules_to_save embed_tokens \
+  --per_device_train_batch_size 2 --deepspeed zero3 --output_dir "$TMP/mts-z3"
+run mts_zero3_resume 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --modules_to_save embed_tokens \
+  --per_device_train_batch_size 2 --deepspeed zero3 --output_dir "$TMP/mts-z3-res" --resume_from_checkpoint "$TMP/mts-z3/checkpoint-3"
+resumed_like "ZeRO-3 LoRA with --modules_to_save" "$TMP/mts-z3" "$TMP/mts-z3-res" 1e-6
+
 test -s "$TMP/zero2-full/checkpoint-3/optimizer-rank00000-of-00002.safetensors" && \
   test -s "$TMP/zero2-full/checkpoint-3/optimizer-rank00001-of-00002.safetensors" && \
   test ! -e "$TMP/zero2-full/checkpoint-3/optimizer.safetensors" && ok || bad "ZeRO optimizer shards"
@@ -130,21 +155,40 @@ has fsdp_stage "ZeRO-2 (zero2)" err
 run zero3_no_checkpointing 2 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --deepspeed zero3 \
   --gradient_checkpointing false --output_dir "$TMP/z3"
 has zero3_msg "ZeRO-3 needs gradient checkpointing" err
-# ZeRO-3's checkpoint resumes in one process; and per rank it holds about 1/world of what DDP holds (measured on
-# the tensors after the first step; the Mistral preset's untied embedding and head split between the ranks).
+# ZeRO-3's checkpoint resumes in one process.
 run zero3_resume_one 0 "$SWIFT" sft "${common[@]}" --train_type full --per_device_train_batch_size 4 \
   --output_dir "$TMP/zero3-res1" --resume_from_checkpoint "$TMP/zero3-full/checkpoint-3"
 resumed_like "ZeRO-3 in one process" "$TMP/zero3-full" "$TMP/zero3-res1" 1e-5
-"$SWIFT" export --model "$ROOT/configs/models/mistral-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/mistral" \
-  >/dev/null 2>&1
+# Per rank ZeRO-3 holds about 1/world of what DDP holds (measured on the tensors after the first step), and
+# loading raises each rank's memory high-water mark by about its own share only (each rank reads only what it
+# owns): a 43M-parameter Mistral-shaped model whose layers outweigh its untied embedding and head.
+"$PY" - "$ROOT/configs/models/mistral-tiny" "$TMP/wide-config" <<'P'
+import json, os, shutil, sys
+src, dst = sys.argv[1:3]
+shutil.copytree(src, dst)
+c = json.load(open(f"{dst}/config.json"))
+c.update(hidden_size=256, intermediate_size=4096, num_hidden_layers=8, num_attention_heads=4, num_key_value_heads=2)
+json.dump(c, open(f"{dst}/config.json", "w"))
+P
+"$SWIFT" export --model "$TMP/wide-config" --init_strategy normal --seed 5 --output_dir "$TMP/wide" >/dev/null 2>&1
 for stage in zero0 zero3; do
-  run "held_$stage" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/mistral" --dataset swift/self-cognition#8 \
+  run "held_$stage" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/wide" --dataset swift/self-cognition#8 \
     --model_name A B --model_author C D --max_steps 1 --train_type full --num_threads 1 --deepspeed "$stage" \
-    --output_dir "$TMP/held-$stage"
+    --save_only_model true --output_dir "$TMP/held-$stage"
+  cp "$TMP/err" "$TMP/held-$stage.err"
 done
-share="$(sed -n 's/.*ZeRO-3 holds.*largest share \([0-9.]*\)x.*/\1/p' "$TMP/err")"
+share="$(sed -n 's/.*ZeRO-3 holds.*largest share \([0-9.]*\)x.*/\1/p' "$TMP/held-zero3.err")"
 "$PY" -c "import sys; s = float(sys.argv[1]); print('ZeRO-3 largest share of DDP:', s); sys.exit(0 if s < 0.6 else 1)" "$share" \
   && ok || bad "ZeRO-3 per-rank memory is not about half of DDP's at 2 ranks ('$share')"
+"$PY" - "$TMP/held-zero0.err" "$TMP/held-zero3.err" <<'P' && ok || bad "ZeRO-3 loading: each rank's memory rose by more than its share"
+import re, sys
+def raised(path):  # "raised by loading: 223.1 MiB, 223.2 MiB"
+    line = next(l for l in open(path) if "raised by loading" in l)
+    return [float(x) for x in re.findall(r"([0-9.]+) MiB", line.split("raised by loading:")[1])]
+ddp, z3 = raised(sys.argv[1]), raised(sys.argv[2])
+print("loading raised the high-water mark per rank: DDP", ddp, "MiB, ZeRO-3", z3, "MiB")
+assert len(ddp) == len(z3) == 2 and max(z3) < 0.7 * min(ddp), (ddp, z3)
+P
 
 # The 2-rank checkpoint in single-process infer answers as the 1-rank one.
 printf '{"query": "who are you?"}\n' > "$TMP/ask.jsonl"

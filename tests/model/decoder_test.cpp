@@ -11,6 +11,7 @@
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/model_config.h"
+#include "swift/model/param_sharding.h"
 #include "test_util.h"
 
 using namespace swift;
@@ -147,6 +148,61 @@ TEST(Checkpoint, MissingUnexpectedAndMisshapenTensorsAreNamed) {
     EXPECT_NE(msg.find("lm_head.weight: checkpoint [100, 64], model expects [128, 64]"), std::string::npos) << msg;
     EXPECT_NE(msg.find("model.layers.0.extra.weight"), std::string::npos) << msg;
   }
+}
+
+// ZeRO-3 loading: a placement plan sees every parameter with its size, and the rank keeps the values of only the
+// parameters it owns (on the device or in RAM); the rest are placeholders of the full shape. The same with
+// --init_strategy (the whole model is initialised, then placed). Tensors left elsewhere are still checked.
+TEST(Checkpoint, PlacementPlanReadsOnlyWhatThisRankKeeps) {
+  torch::NoGradGuard no_grad;
+  test::TempDir tmp;
+  auto model = test::random_model(test::tiny_config("qwen2"), 5);
+  model::save_model(model, tmp / "m");
+  fs::create_directories(tmp / "init");
+  fs::create_directories(tmp / "bad");
+  io::write_json_file(tmp / "init" / "config.json", test::tiny_config("qwen2"));
+  std::vector<model::ParameterInfo> seen;
+  model::LoadOptions options;
+  options.placement = [&](const std::vector<model::ParameterInfo>& infos) {
+    seen = infos;
+    std::vector<model::Placement> where;
+    for (size_t i = 0; i < infos.size(); ++i)
+      where.push_back(i % 3 == 0 ? model::Placement::kDevice : i % 3 == 1 ? model::Placement::kHost : model::Placement::kElsewhere);
+    return where;
+  };
+  auto check = [&](model::CausalLM& loaded, model::CausalLM& reference) {
+    const auto want = reference->named_parameters();
+    ASSERT_EQ(seen.size(), want.size());
+    size_t i = 0;
+    for (const auto& item : loaded->named_parameters()) {
+      const at::Tensor& expected = want[item.key()];
+      EXPECT_EQ(seen[i].name, item.key());
+      EXPECT_EQ(seen[i].bytes, expected.numel() * 4);
+      EXPECT_EQ(item.value().sizes(), expected.sizes()) << item.key();
+      if (i % 3 == 2) EXPECT_FALSE(model::holds_values(item.value())) << item.key();
+      else EXPECT_TRUE(at::equal(item.value(), expected)) << item.key();
+      ++i;
+    }
+    EXPECT_TRUE(loaded->device().is_cpu());
+  };
+  auto loaded = model::load_model(tmp / "m", options);
+  check(loaded, model);
+  options.init_strategy = "normal";
+  model::LoadOptions whole;
+  whole.init_strategy = "normal";
+  auto initialised = model::load_model(tmp / "init", whole);
+  auto placed = model::load_model(tmp / "init", options);
+  check(placed, initialised);
+  // A misshapen tensor is named even where this rank would not read it.
+  io::NamedTensors tensors;
+  for (auto& item : model->named_parameters())
+    tensors.emplace_back(item.key(), item.key() == "model.norm.weight" ? at::zeros({3}) : item.value());
+  io::write_json_file(tmp / "bad" / "config.json", test::tiny_config("qwen2"));
+  io::save_safetensors(tmp / "bad" / "model.safetensors", tensors);
+  options.placement = [](const std::vector<model::ParameterInfo>& infos) {
+    return std::vector<model::Placement>(infos.size(), model::Placement::kElsewhere);
+  };
+  EXPECT_THROW(model::load_model(tmp / "bad", options), DataError);
 }
 
 TEST(Checkpoint, FolderWithoutWeightsNeedsInitStrategy) {

@@ -41,6 +41,29 @@ TEST(MemoryEstimate, ZeroStagesDivideTheOptimizerState) {
   EXPECT_DOUBLE_EQ(estimate_memory(seven_b_full(8, 3, true)).weights, 3.5e9);
 }
 
+// ZeRO-3 holds its share at rest plus what it gathers whole: the outer parameters for a micro-batch and a layer
+// and the prefetched next one. offload_param keeps the share (and offload_optimizer the AdamW state) off the GPU,
+// and a GPU run of ZeRO-3 that does not fit is told so, with the saving.
+TEST(MemoryEstimate, ZeroThreeCountsWhatItGathersAndOffloadKeepsTheRestOffTheGpu) {
+  auto in = seven_b_full(8, 3, true);
+  in.outer_weight_bytes = 1'000'000'000;
+  in.layer_weight_bytes = 800'000'000;
+  EXPECT_DOUBLE_EQ(estimate_memory(in).weights, 3.5e9 + 1e9 + 1.6e9);
+  auto offloaded = in;
+  offloaded.params_offloaded = offloaded.optimizer_offloaded = true;
+  EXPECT_DOUBLE_EQ(estimate_memory(offloaded).weights, 1e9 + 1.6e9);
+  EXPECT_DOUBLE_EQ(estimate_memory(offloaded).optimizer, 0);
+  in.gpu = true;
+  const auto advice = memory_advice(in, estimate_memory(in), 10.0 * (1ll << 30), false);
+  EXPECT_TRUE(std::any_of(advice.begin(), advice.end(), [](const std::string& a) {
+    return a.find("--deepspeed zero3_offload: the parameters and AdamW state at rest in CPU RAM (saves 9.8 GiB)") !=
+           std::string::npos;
+  })) << advice.front();
+  offloaded.gpu = true;
+  const auto none = memory_advice(offloaded, estimate_memory(offloaded), 1.0 * (1ll << 30), false);
+  EXPECT_TRUE(std::none_of(none.begin(), none.end(), [](const std::string& a) { return a.find("zero3_offload") != std::string::npos; }));
+}
+
 TEST(MemoryEstimate, CheckpointingKeepsLayerInputsOnly) {
   const auto with = estimate_memory(seven_b_full(1, 0, true));
   const auto without = estimate_memory(seven_b_full(1, 0, false));

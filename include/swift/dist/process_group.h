@@ -1,6 +1,7 @@
 // The ranks of one job, on torch.distributed's C++ core (c10d), never on home-made collectives: a TCPStore at
 // MASTER_ADDR:MASTER_PORT (hosted by rank 0) for the rendezvous, then ProcessGroupGloo for CPU tensors or
-// ProcessGroupNCCL for CUDA tensors (device = cuda:LOCAL_RANK). Failures are DeviceErrors (exit 4) that say
+// ProcessGroupNCCL for CUDA tensors (device = cuda:LOCAL_RANK). Gloo is also taken for CUDA tensors when asked
+// (--ddp_backend gloo), each collective staged through a CPU copy. Failures are DeviceErrors (exit 4) that say
 // what could not be reached and what to check; every wait is bounded by --ddp_timeout (on NCCL a stuck
 // collective is ended by NCCL's watchdog, which aborts, unless TORCH_NCCL_BLOCKING_WAIT=1).
 #pragma once

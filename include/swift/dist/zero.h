@@ -44,16 +44,25 @@ std::string optimizer_shard_name(int rank, int world_size);
 // be the complete set (a missing one would silently restart part of the state: DataError). Empty when none.
 std::vector<std::filesystem::path> optimizer_state_files(const std::filesystem::path& checkpoint);
 
-// Which rank owns each parameter: greedily the least-loaded rank by bytes, in parameter order, so every rank
-// computes the same assignment and the shards are within one parameter of equal.
+// Which rank owns each parameter: greedily the least-loaded rank by bytes, largest parameters first, so every
+// rank computes the same assignment and the shards are within one parameter of equal.
 class ParameterPartition {
  public:
   ParameterPartition(const std::vector<int64_t>& bytes, int world_size);
+  explicit ParameterPartition(int world_size) : ParameterPartition({}, world_size) {}
+  // One more parameter, after those so far: its owner. (ZeRO-3 gives the loaded parameters owners as they are
+  // read, and those made after loading, such as LoRA's, theirs afterwards.)
+  int assign(int64_t bytes);
+  // Counts `bytes` more against `rank` (parameters whose owner was decided elsewhere).
+  void charge(int rank, int64_t bytes) { load_[static_cast<size_t>(rank)] += bytes; }
+  int world_size() const { return static_cast<int>(load_.size()); }
   int owner(size_t index) const { return owner_[index]; }
   const std::vector<int>& owners() const { return owner_; }
   int64_t bytes_of(int rank) const { return load_[static_cast<size_t>(rank)]; }
 
  private:
+  int take(int64_t bytes);  // the least-loaded rank, charged `bytes`
+
   std::vector<int> owner_;
   std::vector<int64_t> load_;
 };

@@ -4,6 +4,9 @@
 // model::ParamSharding around each decoder layer; the training loop around the embeddings, norm and LM head, and
 // around evaluation and checkpoint saves.
 //
+// An owner's values at rest are its "home": on the device, or with offload_param (DeepSpeed's parameter
+// offload) in CPU RAM, copied to the device for each gather; the optimizer updates the home between uses.
+//
 // Prefetch (DeepSpeed's): the first micro-batch records the sequence of gathers (embeddings, layers 0..n-1 in
 // forward, n-1..0 in the backward's recomputation); later micro-batches replay it, and each gather starts the
 // next one's broadcasts so they travel while this layer computes. Prefetching stops at the end of a micro-batch
@@ -23,16 +26,25 @@
 
 namespace swift::dist {
 
+struct Zero3Options {
+  // Where the layers compute: gathered values live there (and owners' values at rest, unless offloaded).
+  c10::Device device = c10::Device(c10::kCPU);
+  // offload_param: owners keep their values in CPU RAM between uses (pinned when the device is a GPU). On a CPU
+  // run that is the same memory, but the same path: during a use the owner works on the copy it sent.
+  bool offload_param = false;
+};
+
 class Zero3Sharding : public model::ParamSharding {
  public:
-  // params: every parameter of the model (trainable or not) in the same order on every rank; owners[i] owns
-  // params[i] (ParameterPartition over their bytes).
-  Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners);
+  // params: every parameter of the model (trainable or not) in the same order on every rank, each with its full
+  // shape: its values on its owner, anything (the values, or a model::placeholder) elsewhere; owners[i] owns
+  // params[i] (ParameterPartition over their bytes). Call release_all() to bring them to rest.
+  Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners,
+                Zero3Options options = {});
 
   void gather(const std::vector<at::Tensor>& params) override;
   void release(const std::vector<at::Tensor>& params) override;
-  std::vector<at::Tensor> reduce_gradients(const std::vector<at::Tensor>& params,
-                                           const std::vector<at::Tensor>& grads) override;
+  void reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) override;
   void gather_all() { gather(params_); }
   // Bracket one micro-batch's forward and backward (the span prefetching may cover).
   void begin_micro_batch();
@@ -42,8 +54,18 @@ class Zero3Sharding : public model::ParamSharding {
   int64_t prefetched_gathers() const { return prefetched_gathers_; }
   void release_all() { release(params_); }
 
-  // Bytes of parameter values this rank holds now (whole parameters it owns plus whatever is gathered).
-  int64_t held_parameter_bytes() const;
+  // For a checkpoint save: the values of `chunks` whole on `root`, in CPU RAM, one chunk (a decoder layer's
+  // parameters, say) gathered at a time, so no rank holds more than its share and a chunk on its device; the
+  // other ranks hold nothing more than at rest afterwards. release() them on `root` after the save. A collective.
+  void gather_to_host(const std::vector<std::vector<at::Tensor>>& chunks, int root);
+
+  // Bytes of parameter values this rank holds now (its homes plus whatever is gathered): on the device, and in
+  // CPU RAM when that is another place (offload_param on a GPU).
+  struct Held {
+    int64_t device = 0, host = 0;
+  };
+  Held held_parameter_bytes() const;
+  bool offloads_parameters() const { return options_.offload_param; }
 
  private:
   struct Group {  // the parameters of one call with one owner and one dtype: one collective
@@ -58,7 +80,8 @@ class Zero3Sharding : public model::ParamSharding {
     std::vector<PendingCollective> pending;
   };
   std::vector<Group> groups_of(const std::vector<at::Tensor>& params) const;
-  int owner_of(const at::Tensor& p) const;
+  size_t index_of(const at::Tensor& p) const;
+  int owner_of(const at::Tensor& p) const { return owners_[index_of(p)]; }
   int64_t numel_of(const at::Tensor& p) const;
   InFlight start_gather(const std::vector<at::Tensor>& params);
   void finish_gather(InFlight& in_flight);
@@ -66,9 +89,11 @@ class Zero3Sharding : public model::ParamSharding {
   static std::vector<const void*> signature(const std::vector<at::Tensor>& params);
 
   ProcessGroup& group_;
+  Zero3Options options_;
   std::vector<at::Tensor> params_;
   std::vector<int> owners_;
   std::vector<std::vector<int64_t>> shapes_;
+  std::vector<at::Tensor> home_;  // per parameter: its values at rest where this rank owns it, else undefined
   std::unordered_map<const void*, size_t> index_;  // TensorImpl -> position in params_
 
   // Prefetch.

@@ -6,13 +6,28 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "swift/model/decoder.h"
 #include "swift/quant/quant_config.h"
 
 namespace swift::model {
+
+// ZeRO-3 loading: where this process keeps a parameter's values.
+enum class Placement {
+  kDevice,     // on LoadOptions::device, as without a plan
+  kHost,       // in CPU RAM (pinned when the device is a GPU): ZeRO-3's offload_param
+  kElsewhere,  // not here: a placeholder (param_sharding.h) with the full shape; its owner has the values
+};
+struct ParameterInfo {
+  std::string name;
+  int64_t bytes = 0;  // its full size in the load dtype
+};
+// Called once with every parameter in model order; returns one Placement each.
+using PlacementPlan = std::function<std::vector<Placement>(const std::vector<ParameterInfo>&)>;
 
 struct LoadOptions {
   // Weights' dtype. Default: the checkpoint's torch_dtype.
@@ -26,6 +41,11 @@ struct LoadOptions {
   // Quantize the decoder layers' Linear weights with bitsandbytes' formats as they are read (--quant_method bnb).
   // A folder saved quantized (config.json quantization_config) loads quantized whatever this says.
   std::optional<quant::QuantConfig> quantize;
+  // ZeRO-3 with several ranks: each rank reads only the tensors it owns, so no rank ever holds the whole model
+  // (on its device or in RAM). Not applied to quantized models (every rank then loads them whole). The model
+  // computes on `device` whatever is placed on the host (CausalLMImpl::set_compute_device). Default: none
+  // (every parameter on the device).
+  PlacementPlan placement;
 };
 
 // Builds the model from `dir`/config.json and fills it from the folder's safetensors: every parameter must be

@@ -171,7 +171,10 @@ class CausalLMImpl : public torch::nn::Module {
   void set_gradient_checkpointing(bool enabled) { gradient_checkpointing_ = enabled; }
   bool gradient_checkpointing() const { return gradient_checkpointing_; }
   c10::ScalarType dtype() const;
+  // Where the model computes: the embedding's device, unless set_compute_device says otherwise (ZeRO-3 with
+  // offload_param keeps some weights in CPU RAM between uses while the layers run on the GPU).
   c10::Device device() const;
+  void set_compute_device(c10::Device device) { compute_device_ = device; }
 
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
@@ -181,6 +184,7 @@ class CausalLMImpl : public torch::nn::Module {
   ModelConfig config_;
   RotaryEmbedding rope_;
   bool gradient_checkpointing_ = false;
+  std::optional<c10::Device> compute_device_;
 };
 TORCH_MODULE(CausalLM);
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/TensorOptions.h>
 
 #include <vector>
 
@@ -16,14 +17,21 @@ class ParamSharding {
   virtual void gather(const std::vector<at::Tensor>& params) = 0;
   // Frees the values this rank does not own.
   virtual void release(const std::vector<at::Tensor>& params) = 0;
-  // Gradients of `params` just computed in backward: summed over the ranks into each parameter's owner. Returns
-  // what to accumulate here for each (undefined where this rank does not own it). A collective.
-  virtual std::vector<at::Tensor> reduce_gradients(const std::vector<at::Tensor>& params,
-                                                    const std::vector<at::Tensor>& grads) = 0;
+  // Gradients of `params` just computed in backward: summed over the ranks and accumulated into the owner's
+  // .grad right away (not left to autograd, which would accumulate after release(), when an owner's values may
+  // rest in CPU RAM while the gradient is on the GPU). A collective.
+  virtual void reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) = 0;
 };
 
 // Process-wide (one model trains per process); nullptr turns it off.
 void set_param_sharding(ParamSharding* sharding);
 ParamSharding* param_sharding();
+
+// A parameter a rank loads without its values (ZeRO-3 loading, LoadOptions::placement): the full shape over
+// one element of storage, so everything that reads shapes (LoRA, the partition, memory estimates) sees the real
+// model while the values stay with their owner. Reading one gives nothing meaningful; writing to one fails.
+at::Tensor placeholder(at::IntArrayRef shape, const at::TensorOptions& options);
+// False for a placeholder (and any tensor whose storage cannot hold all its elements).
+bool holds_values(const at::Tensor& t);
 
 }  // namespace swift::model

@@ -26,6 +26,11 @@ struct MemoryInputs {
   // (0 when they are quantized already).
   int64_t quantizable_bytes = 0;
   bool optimizer_offloaded = false;  // ZeRO-Offload: the AdamW state (and fp32 masters) in CPU RAM, not on the GPU
+  bool params_offloaded = false;     // ZeRO-3 offload_param: the parameters at rest in CPU RAM, not on the GPU
+  bool gpu = false;                  // the device is a GPU (offloading to CPU RAM can help)
+  // ZeRO-3 gathers the embeddings, final norm and head whole for each micro-batch, and a decoder layer (plus the
+  // next, prefetched) while it runs: their bytes, beyond each rank's share at rest.
+  int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
   int64_t quantizable_params = 0;
   bool gradient_checkpointing = true;
 };
