@@ -18,6 +18,8 @@ Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params
   SWIFT_ASSERT(params_.size() == owners_.size(), "one owner per parameter");
   c10::NoGradGuard no_grad;
   home_.resize(params_.size());
+  around_use_.assign(params_.size(), false);
+  gathered_.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
     index_[params_[i].unsafeGetTensorImpl()] = i;
     shapes_.push_back(params_[i].sizes().vec());
@@ -82,8 +84,10 @@ Zero3Sharding::InFlight Zero3Sharding::start_gather(const std::vector<at::Tensor
       }
     }
     out.pending.push_back(group_.start_broadcast(flat, g.owner));
+    out.bytes += flat.numel() * static_cast<int64_t>(flat.element_size());
     out.flat.push_back(std::move(flat));
   }
+  count_gathered(out.bytes);
   return out;
 }
 
@@ -91,6 +95,7 @@ Zero3Sharding::InFlight Zero3Sharding::start_gather(const std::vector<at::Tensor
 // it computes on its home. (With offload_param the owner takes the view even on a CPU run, the GPU's path.)
 void Zero3Sharding::finish_gather(InFlight& in_flight) {
   c10::NoGradGuard no_grad;
+  int64_t now_in_params = 0;  // the buffers' bytes now held by parameters (the rest: an owner's sent copy, freed)
   for (size_t i = 0; i < in_flight.groups.size(); ++i) {
     in_flight.pending[i].wait();
     const Group& g = in_flight.groups[i];
@@ -98,12 +103,19 @@ void Zero3Sharding::finish_gather(InFlight& in_flight) {
     int64_t offset = 0;
     for (size_t k : g.members) {
       at::Tensor p = in_flight.params[k];
-      const auto& shape = shapes_[index_of(p)];
+      const size_t index = index_of(p);
+      const auto& shape = shapes_[index];
       const int64_t n = c10::multiply_integers(shape);
       p.set_data(in_flight.flat[i].narrow(0, offset, n).view(shape));
+      if (!gathered_[index]) {
+        gathered_[index] = true;
+        now_in_params += bytes_of(index);
+      }
       offset += n;
     }
   }
+  count_gathered(now_in_params - in_flight.bytes);
+  in_flight.bytes = 0;
 }
 
 // A prefetch nobody asked for still has to finish (its collectives are under way on every rank); then it is
@@ -111,6 +123,7 @@ void Zero3Sharding::finish_gather(InFlight& in_flight) {
 void Zero3Sharding::drop_prefetch() {
   if (!prefetch_) return;
   for (auto& pending : prefetch_->pending) pending.wait();
+  count_gathered(-prefetch_->bytes);
   prefetch_.reset();
 }
 
@@ -132,7 +145,9 @@ void Zero3Sharding::gather(const std::vector<at::Tensor>& params) {
   } else if (trace_mode_ == Trace::kReplaying) {
     if (cursor_ < trace_.size() && trace_signatures_[cursor_] == wanted) {
       ++cursor_;
-      if (cursor_ < trace_.size()) prefetch_ = start_gather(trace_[cursor_]);
+      // Not the same parameters again (the head's gather for its backward right after its forward's): that
+      // would hold a second copy of what is in use.
+      if (cursor_ < trace_.size() && trace_signatures_[cursor_] != wanted) prefetch_ = start_gather(trace_[cursor_]);
     } else {
       trace_mode_ = Trace::kNone;  // off the recorded sequence: no more guesses this micro-batch
     }
@@ -141,6 +156,7 @@ void Zero3Sharding::gather(const std::vector<at::Tensor>& params) {
 
 void Zero3Sharding::begin_micro_batch() {
   drop_prefetch();
+  in_micro_batch_ = true;
   cursor_ = 0;
   trace_mode_ = trace_.empty() ? Trace::kRecording : Trace::kReplaying;
   if (trace_mode_ == Trace::kReplaying) prefetch_ = start_gather(trace_.front());
@@ -149,6 +165,16 @@ void Zero3Sharding::begin_micro_batch() {
 void Zero3Sharding::end_micro_batch() {
   drop_prefetch();
   trace_mode_ = Trace::kNone;
+  in_micro_batch_ = false;
+}
+
+void Zero3Sharding::count_gathered(int64_t bytes) {
+  gathered_now_ += bytes;
+  if (in_micro_batch_) gathered_peak_ = std::max(gathered_peak_, gathered_now_);
+}
+
+int64_t Zero3Sharding::bytes_of(size_t index) const {
+  return c10::multiply_integers(shapes_[index]) * static_cast<int64_t>(params_[index].element_size());
 }
 
 // Owners go back to their homes (which the optimizer updates between uses); the others hold nothing.
@@ -157,6 +183,10 @@ void Zero3Sharding::release(const std::vector<at::Tensor>& params) {
   for (const auto& p : params) {
     const size_t i = index_of(p);
     at::Tensor t = p;
+    if (gathered_[i]) {
+      gathered_[i] = false;
+      count_gathered(-bytes_of(i));
+    }
     if (owners_[i] == group_.rank()) {
       if (p.data_ptr() != home_[i].data_ptr() || p.device() != home_[i].device()) t.set_data(home_[i]);
     } else {
@@ -204,6 +234,15 @@ void Zero3Sharding::reduce_gradients(const std::vector<at::Tensor>& params, cons
       offset += n;
     }
   }
+}
+
+void Zero3Sharding::gather_around_use(const std::vector<at::Tensor>& params) {
+  for (const auto& p : params) around_use_[index_of(p)] = true;
+}
+
+bool Zero3Sharding::gathers_around_use(const at::Tensor& p) const {
+  const auto it = index_.find(p.unsafeGetTensorImpl());
+  return it != index_.end() && around_use_[it->second];
 }
 
 Zero3Sharding::Held Zero3Sharding::held_parameter_bytes() const {

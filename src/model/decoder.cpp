@@ -12,6 +12,7 @@
 #include "swift/model/checkpointing.h"
 #include "swift/model/family_registry.h"
 #include "swift/model/param_sharding.h"
+#include "swift/model/sharded_ops.h"
 
 namespace swift::model {
 
@@ -24,7 +25,10 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
 at::Tensor LinearImpl::forward(const at::Tensor& x) { return adapter ? adapter->forward(*this, x) : base_forward(x); }
 
 at::Tensor LinearImpl::base_forward(const at::Tensor& x) {
-  return quantized ? quantized_linear(x, quantized, bias) : at::linear(x, weight, bias);
+  if (quantized) return quantized_linear(x, quantized, bias);
+  if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(weight))
+    return sharded_linear(x, weight, bias, *sharding);  // ZeRO-3's LM head
+  return at::linear(x, weight, bias);
 }
 
 at::Tensor LinearImpl::dense_weight(c10::ScalarType dtype) const {
@@ -51,7 +55,11 @@ EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::Tens
   weight = register_parameter("weight", at::empty({num_embeddings, dim}, options));
 }
 
-at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) { return at::embedding(weight, ids); }
+at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) {
+  if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(weight))
+    return sharded_embedding(weight, ids, *sharding);  // ZeRO-3
+  return at::embedding(weight, ids);
+}
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
   weight = register_parameter("weight", at::ones({dim}, options));
@@ -301,14 +309,23 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
   SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
               "generate or fine-tune with its causal LM folder; score with swift infer --val_dataset");
-  return lm_head ? lm_head(hidden) : at::linear(hidden, model->embed_tokens->weight);
+  if (lm_head) return lm_head(hidden);
+  const at::Tensor& tied = model->embed_tokens->weight;
+  if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(tied))
+    return sharded_linear(hidden, tied, at::Tensor(), *sharding);  // ZeRO-3: gathered again for the head
+  return at::linear(hidden, tied);
 }
 
 at::Tensor CausalLMImpl::vocab_mean_logits(const at::Tensor& hidden) {
   SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
               "train preferences on its causal LM folder");
-  at::Tensor w = lm_head ? lm_head->dense_weight(at::kFloat) : model->embed_tokens->weight.to(at::kFloat);
-  at::Tensor out = at::matmul(hidden.to(at::kFloat), w.mean(0));
+  const at::Tensor& head = lm_head ? lm_head->weight : model->embed_tokens->weight;
+  ParamSharding* sharding = param_sharding();
+  const bool gather = sharding && sharding->gathers_around_use(head);  // ZeRO-3: the head's rows' mean only
+  if (gather) sharding->gather({head});
+  const at::Tensor row_mean = (lm_head ? lm_head->dense_weight(at::kFloat) : head.to(at::kFloat)).mean(0);
+  if (gather) sharding->release({head});
+  at::Tensor out = at::matmul(hidden.to(at::kFloat), row_mean);
   if (lm_head && lm_head->bias.defined()) out = out + lm_head->bias.to(at::kFloat).mean();
   return out;
 }

@@ -338,14 +338,17 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
   in.optimizer_offloaded = job.zero.offload_optimizer && job.model->device().is_cuda();
   in.params_offloaded = job.zero.offload_param && job.model->device().is_cuda();
   in.gpu = job.model->device().is_cuda();
-  if (job.zero.stage == 3) {  // what ZeRO-3 gathers whole: the outer parameters, and a layer at a time
-    std::map<std::string, int64_t> layer_bytes;
+  if (job.zero.stage == 3) {  // what ZeRO-3 gathers whole: a layer at a time, the embedding or the head around
+    std::map<std::string, int64_t> layer_bytes;  // each of their uses, the other outer parameters per micro-batch
+    int64_t per_use = 0;
     for (const auto& item : job.model->named_parameters()) {
       const std::string& n = item.key();
       const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
       if (n.rfind("model.layers.", 0) == 0) layer_bytes[n.substr(0, n.find('.', 13))] += bytes;
+      else if (n == "model.embed_tokens.weight" || n == "lm_head.weight") per_use = std::max(per_use, bytes);
       else in.outer_weight_bytes += bytes;
     }
+    in.outer_weight_bytes += per_use;
     for (const auto& [layer, bytes] : layer_bytes) in.layer_weight_bytes = std::max(in.layer_weight_bytes, bytes);
   }
   in.world_size = job.world_size;
@@ -1080,20 +1083,29 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
   std::optional<dist::GradientSync> sync;
   std::optional<ShardingInstalled> sharding_installed;
   if (job.group && job.zero.stage == 3) {
-    // The layers' gradients are reduced inside the backward (Zero3Sharding); the outer trainable ones here.
+    // The model gathers the embedding and the LM head (without an adapter) around each of their operations and
+    // the decoder layers around theirs, and reduces their gradients inside the backward; the loop gathers the
+    // rest (final norm, a score head, adapters on the head) for each micro-batch and reduces their gradients here.
+    std::vector<at::Tensor> per_use{job.model->model->embed_tokens->weight};
+    if (job.model->lm_head && !job.model->lm_head->adapter) per_use.push_back(job.model->lm_head->weight);
+    auto around_use = [&](const at::Tensor& p) {
+      return std::any_of(per_use.begin(), per_use.end(), [&](const at::Tensor& u) { return u.is_same(p); });
+    };
     std::vector<at::Tensor> outer_trainable;
     std::vector<int> outer_owners;
     for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i].rfind("model.layers.", 0) == 0) continue;
+      if (names[i].rfind("model.layers.", 0) == 0 || around_use(params[i])) continue;
       outer_trainable.push_back(params[i]);
       outer_owners.push_back(trainable_owners[i]);
     }
     for (size_t i = 0; i < all_names.size(); ++i)
-      if (all_names[i].rfind("model.layers.", 0) != 0) job.outer_params.push_back(all_params[i]);
+      if (all_names[i].rfind("model.layers.", 0) != 0 && !around_use(all_params[i])) job.outer_params.push_back(all_params[i]);
     dist::Zero3Options zero3_options;
     zero3_options.device = job.model->device();
     zero3_options.offload_param = job.zero.offload_param;
+    job.model->set_compute_device(zero3_options.device);  // whatever rests in CPU RAM
     job.zero3 = std::make_unique<dist::Zero3Sharding>(*job.group, all_params, owners, zero3_options);
+    job.zero3->gather_around_use(per_use);
     sharding_installed.emplace(job.zero3.get());
     // The outer gradients' exchange buckets by shape and device, so it is built while those parameters are whole
     // on the device on every rank. No start-up broadcast: every use gathers the owners' values.
@@ -1261,9 +1273,14 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     if (done % save_steps == 0 || done == total_steps) save_checkpoint(job, flags, done, *optimizer, data, saved);
   }
   progress.finish();
-  if (job.zero3)
+  if (job.zero3) {
+    std::vector<double> peaks(static_cast<size_t>(job.world_size), 0.0);
+    peaks[static_cast<size_t>(job.rank)] = static_cast<double>(job.zero3->peak_gathered_bytes());
+    peaks = job.group->sum(peaks);
     log_info("ZeRO-3: ", job.zero3->prefetched_gathers(), " of ", job.zero3->gathers(),
-             " parameter gathers were prefetched while the previous layer computed");
+             " parameter gathers were prefetched while the previous layer computed; parameters gathered at once, at "
+             "most, per rank: ", bytes_per_rank(peaks, 0, peaks.size()));
+  }
   if (job.main_rank()) {
     train::write_loss_plot(job.run_dir / "images" / "train_loss.png", {loss_curve});
     if (!eval_curve.values.empty()) train::write_loss_plot(job.run_dir / "images" / "eval_loss.png", {eval_curve});

@@ -17,6 +17,7 @@
 #include "swift/dist/process_group.h"
 #include "swift/dist/zero3.h"
 #include "swift/model/param_sharding.h"
+#include "swift/model/sharded_ops.h"
 
 namespace swift::dist {
 namespace {
@@ -178,16 +179,20 @@ TEST(Zero3Gather, PrefetchServesTheRecordedSequenceAndNeverStaleValues) {
       }
     }
     EXPECT_EQ(sharding.gathers(), 15);
-    EXPECT_EQ(sharding.prefetched_gathers(), 10);  // the replays' five each
+    // The replays' four each: c's second gather is not prefetched while c is in use (no second copy of it).
+    EXPECT_EQ(sharding.prefetched_gathers(), 8);
     // Off the sequence (c first): correct values, and prefetching resumes at the next micro-batch.
     sharding.begin_micro_batch();
     for (const auto* which : {&c, &a, &b}) use(*which);
     sharding.end_micro_batch();
-    EXPECT_EQ(sharding.prefetched_gathers(), 10);
+    EXPECT_EQ(sharding.prefetched_gathers(), 8);
     sharding.begin_micro_batch();
     for (const auto* which : {&a, &b, &c, &c, &b}) use(*which);
     sharding.end_micro_batch();
-    EXPECT_EQ(sharding.prefetched_gathers(), 15);
+    EXPECT_EQ(sharding.prefetched_gathers(), 12);
+    // At most the values in use and the next use's in flight, never all four: a's parameter from the other rank
+    // with b's being broadcast (each rank owns one of a and sends or receives b).
+    EXPECT_EQ(sharding.peak_gathered_bytes(), 2 * 15 * 4);
   });
 }
 
@@ -258,6 +263,48 @@ TEST(Zero3Gather, ReducedGradientsAccumulateInTheOwnersGrad) {
       }
       ASSERT_TRUE(params[i].grad().defined());
       EXPECT_TRUE(at::equal(params[i].grad(), at::full(params[i].sizes(), i == 0 ? 6.0f : 0.0f))) << i;  // (1 + 2) x 2
+    }
+  });
+}
+
+// The embedding and the LM head gathered around each of their uses (sharded_ops.h): the same output and the same
+// summed gradients as without sharding (tied and untied), the weights at rest again after each use.
+TEST(Zero3Gather, EmbeddingAndHeadAroundTheirUsesGiveTheSameGradients) {
+  on_two_ranks([](ProcessGroup& group) {
+    at::Generator gen = at::detail::createCPUGenerator(7);
+    const at::Tensor embed0 = at::randn({11, 4}, gen), head0 = at::randn({11, 4}, gen), bias0 = at::randn({11}, gen);
+    auto run = [&](const at::Tensor& embed, const at::Tensor& head, const at::Tensor& bias, int rank,
+                   model::ParamSharding* sharding) {
+      at::Generator g = at::detail::createCPUGenerator(20 + rank);
+      const at::Tensor ids = at::randint(0, 11, {2, 3}, g, at::kLong);
+      at::Tensor x = sharding ? model::sharded_embedding(embed, ids, *sharding) : at::embedding(embed, ids);
+      x = at::tanh(x);
+      at::Tensor untied = sharding ? model::sharded_linear(x, head, bias, *sharding) : at::linear(x, head, bias);
+      at::Tensor tied = sharding ? model::sharded_linear(x, embed, at::Tensor(), *sharding) : at::linear(x, embed);
+      (untied.pow(2).sum() + tied.sin().sum()).backward();
+    };
+    // The reference: both ranks' data in one process.
+    std::vector<at::Tensor> want;
+    {
+      std::vector<at::Tensor> p{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
+                                bias0.clone().requires_grad_(true)};
+      for (int r = 0; r < 2; ++r) run(p[0], p[1], p[2], r, nullptr);
+      for (const auto& t : p) want.push_back(t.grad().clone());
+    }
+    const std::vector<int> owners{1, 0, 1};
+    std::vector<at::Tensor> params{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
+                                   bias0.clone().requires_grad_(true)};
+    Zero3Sharding sharding(group, params, owners);
+    sharding.gather_around_use(params);
+    sharding.release_all();
+    run(params[0], params[1], params[2], group.rank(), &sharding);
+    for (int i = 0; i < 3; ++i) {
+      const bool mine = owners[static_cast<size_t>(i)] == group.rank();
+      EXPECT_EQ(params[i].numel(), mine ? want[i].numel() : 0) << i;  // at rest after every use
+      ASSERT_EQ(params[i].grad().defined(), mine) << i;
+      if (mine) {
+        EXPECT_TRUE(at::allclose(params[i].grad(), want[i], 1e-5, 1e-6)) << i;
+      }
     }
   });
 }

@@ -189,6 +189,15 @@ ddp, z3 = raised(sys.argv[1]), raised(sys.argv[2])
 print("loading raised the high-water mark per rank: DDP", ddp, "MiB, ZeRO-3", z3, "MiB")
 assert len(ddp) == len(z3) == 2 and max(z3) < 0.7 * min(ddp), (ddp, z3)
 P
+# The embedding and the head (31.3 MiB each) are gathered around their own operations, not for a whole
+# micro-batch: at no time does a rank hold both of them gathered.
+"$PY" - "$TMP/held-zero3.err" <<'P' && ok || bad "ZeRO-3 held the embedding and the head gathered at once"
+import re, sys
+line = next(l for l in open(sys.argv[1]) if "gathered at once" in l)
+peaks = [float(x) for x in re.findall(r"([0-9.]+) MiB", line.split("per rank:")[1])]
+print("parameters gathered at once, at most, per rank:", peaks, "MiB")
+assert len(peaks) == 2 and 0 < max(peaks) < 2 * 31.25, peaks
+P
 
 # The 2-rank checkpoint in single-process infer answers as the 1-rank one.
 printf '{"query": "who are you?"}\n' > "$TMP/ask.jsonl"

@@ -45,6 +45,9 @@ class Zero3Sharding : public model::ParamSharding {
   void gather(const std::vector<at::Tensor>& params) override;
   void release(const std::vector<at::Tensor>& params) override;
   void reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) override;
+  // The parameters the model gathers around each of their own uses (the embedding, the LM head).
+  void gather_around_use(const std::vector<at::Tensor>& params);
+  bool gathers_around_use(const at::Tensor& p) const override;
   void gather_all() { gather(params_); }
   // Bracket one micro-batch's forward and backward (the span prefetching may cover).
   void begin_micro_batch();
@@ -52,6 +55,9 @@ class Zero3Sharding : public model::ParamSharding {
   // Gathers so far, and those whose broadcasts a prefetch had started, for the log.
   int64_t gathers() const { return gathers_; }
   int64_t prefetched_gathers() const { return prefetched_gathers_; }
+  // The most bytes of parameter values this rank held gathered at once inside a micro-batch (what it uses and
+  // what is being prefetched; not its own values at rest on the device), measured.
+  int64_t peak_gathered_bytes() const { return gathered_peak_; }
   void release_all() { release(params_); }
 
   // For a checkpoint save: the values of `chunks` whole on `root`, in CPU RAM, one chunk (a decoder layer's
@@ -78,6 +84,7 @@ class Zero3Sharding : public model::ParamSharding {
     std::vector<Group> groups;
     std::vector<at::Tensor> flat;  // per group
     std::vector<PendingCollective> pending;
+    int64_t bytes = 0;  // of the flat buffers
   };
   std::vector<Group> groups_of(const std::vector<at::Tensor>& params) const;
   size_t index_of(const at::Tensor& p) const;
@@ -94,6 +101,12 @@ class Zero3Sharding : public model::ParamSharding {
   std::vector<int> owners_;
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<at::Tensor> home_;  // per parameter: its values at rest where this rank owns it, else undefined
+  std::vector<bool> around_use_;  // per parameter: gathered by the model around each use
+  std::vector<bool> gathered_;    // per parameter: holds gathered values now (a view of a broadcast buffer)
+  int64_t gathered_now_ = 0, gathered_peak_ = 0;
+  bool in_micro_batch_ = false;
+  void count_gathered(int64_t bytes);
+  int64_t bytes_of(size_t index) const;
   std::unordered_map<const void*, size_t> index_;  // TensorImpl -> position in params_
 
   // Prefetch.

@@ -21,6 +21,9 @@ class ParamSharding {
   // .grad right away (not left to autograd, which would accumulate after release(), when an owner's values may
   // rest in CPU RAM while the gradient is on the GPU). A collective.
   virtual void reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) = 0;
+  // Whether the model gathers `p` around each operation that uses it (sharded_ops.h: the embedding, the LM head)
+  // rather than the caller around a larger span.
+  virtual bool gathers_around_use(const at::Tensor& p) const = 0;
 };
 
 // Process-wide (one model trains per process); nullptr turns it off.
