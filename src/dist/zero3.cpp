@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <map>
 
 #include "swift/core/error.h"
@@ -20,6 +21,8 @@ Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params
   home_.resize(params_.size());
   around_use_.assign(params_.size(), false);
   gathered_.assign(params_.size(), false);
+  whole_.assign(params_.size(), false);
+  std::vector<size_t> to_host;  // owned, offloaded, not in (pinned) CPU RAM yet
   for (size_t i = 0; i < params_.size(); ++i) {
     index_[params_[i].unsafeGetTensorImpl()] = i;
     shapes_.push_back(params_[i].sizes().vec());
@@ -29,15 +32,14 @@ Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params
     // Already where it rests (as a ZeRO-3 load places it)? Then the parameter's own storage is its home.
     const bool in_place = options_.offload_param ? p.device().is_cpu() && (!options_.device.is_cuda() || p.is_pinned())
                                                  : p.device() == options_.device;
-    if (in_place) {
-      home_[i] = p.detach();
-    } else if (options_.offload_param) {
-      home_[i] = at::empty(p.sizes(), p.options().device(c10::kCPU).pinned_memory(options_.device.is_cuda()));
-      home_[i].copy_(p.detach());
-    } else {
-      home_[i] = p.detach().to(options_.device);
-    }
+    if (in_place) home_[i] = p.detach();
+    else if (options_.offload_param) to_host.push_back(i);
+    else home_[i] = p.detach().to(options_.device);
   }
+  std::vector<at::Tensor> like;
+  for (size_t i : to_host) like.push_back(params_[i]);
+  const auto homes = model::packed_like(like, at::TensorOptions().device(c10::kCPU).pinned_memory(options_.device.is_cuda()));
+  for (size_t k = 0; k < to_host.size(); ++k) home_[to_host[k]] = homes[k].copy_(params_[to_host[k]].detach());
 }
 
 size_t Zero3Sharding::index_of(const at::Tensor& p) const {
@@ -99,6 +101,7 @@ void Zero3Sharding::finish_gather(InFlight& in_flight) {
   for (size_t i = 0; i < in_flight.groups.size(); ++i) {
     in_flight.pending[i].wait();
     const Group& g = in_flight.groups[i];
+    for (size_t k : g.members) whole_[index_of(in_flight.params[k])] = true;
     if (g.owner == group_.rank() && !options_.offload_param) continue;
     int64_t offset = 0;
     for (size_t k : g.members) {
@@ -128,6 +131,8 @@ void Zero3Sharding::drop_prefetch() {
 }
 
 void Zero3Sharding::gather(const std::vector<at::Tensor>& params) {
+  // Whole already (the same on every rank, which makes the same calls): nothing to move.
+  if (std::all_of(params.begin(), params.end(), [&](const at::Tensor& p) { return whole_[index_of(p)]; })) return;
   ++gathers_;
   const auto wanted = signature(params);
   if (prefetch_ && prefetch_->signature == wanted) {
@@ -166,6 +171,10 @@ void Zero3Sharding::end_micro_batch() {
   drop_prefetch();
   trace_mode_ = Trace::kNone;
   in_micro_batch_ = false;
+  std::vector<at::Tensor> still_whole;  // held for a backward that did not come (a forward without a loss)
+  for (size_t i = 0; i < params_.size(); ++i)
+    if (whole_[i]) still_whole.push_back(params_[i]);
+  release(still_whole);
 }
 
 void Zero3Sharding::count_gathered(int64_t bytes) {
@@ -183,6 +192,7 @@ void Zero3Sharding::release(const std::vector<at::Tensor>& params) {
   for (const auto& p : params) {
     const size_t i = index_of(p);
     at::Tensor t = p;
+    whole_[i] = false;
     if (gathered_[i]) {
       gathered_[i] = false;
       count_gathered(-bytes_of(i));
@@ -220,7 +230,8 @@ void Zero3Sharding::reduce_gradients(const std::vector<at::Tensor>& params, cons
     for (size_t k : g.members) {
       parts.push_back(grads[k].defined() ? grads[k].reshape(-1) : at::zeros({numel_of(params[k])}, params[k].options().device(options_.device)));
     }
-    at::Tensor flat = at::cat(parts);
+    at::Tensor flat = at::cat(parts);  // our own copy: the reduce writes into it
+    parts.clear();
     group_.reduce_sum(flat, g.owner);
     if (g.owner != group_.rank()) continue;
     int64_t offset = 0;
@@ -230,7 +241,7 @@ void Zero3Sharding::reduce_gradients(const std::vector<at::Tensor>& params, cons
       const at::Tensor summed = flat.narrow(0, offset, n).view(shape);
       at::Tensor p = params[k];
       if (p.grad().defined()) p.mutable_grad().add_(summed);  // gradient accumulation over micro-batches
-      else p.mutable_grad() = summed.clone();
+      else p.mutable_grad() = summed;  // a view of the flat sums, which only these gradients hold
       offset += n;
     }
   }

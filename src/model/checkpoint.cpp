@@ -53,21 +53,25 @@ std::vector<Placement> plan_placement(CausalLM& model, const PlacementPlan& plan
 // with_values: move the values the parameter has (initialised ones); otherwise allocate, to be filled from files.
 void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10::Device device, bool with_values) {
   torch::NoGradGuard no_grad;
-  size_t i = 0;
-  for (auto& p : model->parameters()) {
-    const auto options = p.options().device(device);
-    const auto host = p.options().device(c10::kCPU).pinned_memory(device.is_cuda());  // pinned: async copies
+  auto params = model->parameters();
+  std::vector<at::Tensor> to_host;  // one pinned buffer for them all (pinned: asynchronous copies to the GPU)
+  for (size_t i = 0; i < params.size(); ++i)
+    if (where[i] == Placement::kHost) to_host.push_back(params[i]);
+  const auto homes = packed_like(to_host, at::TensorOptions().device(c10::kCPU).pinned_memory(device.is_cuda()));
+  size_t next_home = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    at::Tensor& p = params[i];
     at::Tensor data;
-    switch (where[i++]) {
+    switch (where[i]) {
       case Placement::kDevice:
-        data = with_values ? p.detach().to(device) : at::empty(p.sizes(), options);
+        data = with_values ? p.detach().to(device) : at::empty(p.sizes(), p.options().device(device));
         break;
       case Placement::kHost:
-        data = at::empty(p.sizes(), host);
+        data = homes[next_home++];
         if (with_values) data.copy_(p.detach());
         break;
       case Placement::kElsewhere:
-        data = placeholder(p.sizes(), options);
+        data = placeholder(p.sizes(), p.options().device(device));
         break;
     }
     p.set_data(data);

@@ -155,7 +155,7 @@ CausalLMImpl::CausalLMImpl(ModelConfig config, const at::TensorOptions& options)
 
 void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, std::optional<int64_t> pad_token_id) {
   SWIFT_CHECK(!score, UsageError, "the model is already a sequence classifier", "load its causal LM folder instead");
-  const auto options = model->embed_tokens->weight.options();
+  const auto options = model->embed_tokens->weight.options().device(device());
   if (lm_head) {
     unregister_module("lm_head");
     lm_head = nullptr;

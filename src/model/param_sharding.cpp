@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <atomic>
+#include <map>
 
 namespace swift::model {
 
@@ -16,6 +17,22 @@ ParamSharding* param_sharding() { return g_sharding; }
 
 at::Tensor placeholder(at::IntArrayRef shape, const at::TensorOptions& options) {
   return at::empty({1}, options).expand(shape);
+}
+
+std::vector<at::Tensor> packed_like(const std::vector<at::Tensor>& like, const at::TensorOptions& options) {
+  std::map<c10::ScalarType, int64_t> total;
+  for (const auto& t : like) total[t.scalar_type()] += t.numel();
+  std::map<c10::ScalarType, at::Tensor> buffers;
+  for (const auto& [dtype, n] : total) buffers[dtype] = at::empty({n}, options.dtype(dtype));
+  std::map<c10::ScalarType, int64_t> offset;
+  std::vector<at::Tensor> out;
+  out.reserve(like.size());
+  for (const auto& t : like) {
+    int64_t& at = offset[t.scalar_type()];
+    out.push_back(buffers[t.scalar_type()].narrow(0, at, t.numel()).view(t.sizes()));
+    at += t.numel();
+  }
+  return out;
 }
 
 bool holds_values(const at::Tensor& t) {

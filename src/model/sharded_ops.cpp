@@ -79,12 +79,14 @@ class ShardedLinear : public torch::autograd::Function<ShardedLinear> {
     const at::Tensor x = ctx->get_saved_variables().at(0);
     const at::Tensor& weight = state->weight;
     const at::Tensor& bias = state->bias;
-    const bool train_weight = weight.requires_grad(), train_bias = bias.defined() && bias.requires_grad();
+    // What autograd asks for (not just what requires grad: a grad() call for x alone must not touch .grad).
+    const bool train_weight = ctx->needs_input_grad(1), train_bias = bias.defined() && ctx->needs_input_grad(2);
     const auto params = defined({weight, bias});
-    state->sharding->gather(params);
+    state->sharding->gather(params);  // still whole since the forward, unless another pass released it
     const c10::ScalarType compute = state->autocast.value_or(grad.scalar_type());  // what linear computed in
-    const at::Tensor g = grad.to(compute).reshape({-1, grad.size(-1)});        // [N, out]
-    if (ctx->needs_input_grad(0)) result[0] = at::matmul(grad.to(compute), weight.to(compute)).to(x.scalar_type());
+    const at::Tensor gc = grad.to(compute);                                       // [..., out]
+    const at::Tensor g = gc.reshape({-1, grad.size(-1)});                          // [N, out]
+    if (ctx->needs_input_grad(0)) result[0] = at::matmul(gc, weight.to(compute)).to(x.scalar_type());
     if (train_weight || train_bias) {
       std::vector<at::Tensor> trained, grads;
       if (train_weight) {
@@ -126,14 +128,15 @@ at::Tensor sharded_linear(const at::Tensor& x, const at::Tensor& weight, const a
   at::Tensor out;
   const bool needs_grad = x.requires_grad() || weight.requires_grad() || (bias.defined() && bias.requires_grad());
   if (at::GradMode::is_enabled() && needs_grad) {
+    // Kept whole until the backward, which comes right after the loss and needs the weight again: the same
+    // memory as gathering it again there, without the second exchange.
     auto state = c10::make_intrusive<ShardedState>();
     state->sharding = &sharding;
     state->weight = weight;
     state->bias = bias;
-    out = ShardedLinear::apply(x, at::TensorList(params), state);
-  } else {
-    out = at::linear(x, weight, bias);
+    return ShardedLinear::apply(x, at::TensorList(params), state);
   }
+  out = at::linear(x, weight, bias);
   sharding.release(params);
   return out;
 }

@@ -204,6 +204,7 @@ int run_rlhf(const std::vector<std::string>& args) {
       return reward_model_objective(center);
     };
     hooks.prepare_model = make_reward_model;
+    hooks.removed_parameters = {"lm_head.weight"};
   } else {
     hooks.make_objective = make_preference_objective;
     if (preference_config(flags).needs_kl_rows()) hooks.prepare_rows = add_kl_conversations;

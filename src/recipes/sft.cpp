@@ -345,7 +345,8 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
       const std::string& n = item.key();
       const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
       if (n.rfind("model.layers.", 0) == 0) layer_bytes[n.substr(0, n.find('.', 13))] += bytes;
-      else if (n == "model.embed_tokens.weight" || n == "lm_head.weight") per_use = std::max(per_use, bytes);
+      else if (n == "model.embed_tokens.weight" || (n == "lm_head.weight" && !job.model->lm_head->adapter))
+        per_use = std::max(per_use, bytes);  // an adapter-free head is gathered around its use, as the embedding
       else in.outer_weight_bytes += bytes;
     }
     in.outer_weight_bytes += per_use;
@@ -820,17 +821,23 @@ void log_flags_without_effect(const cli::Flags& flags) {
 class Zero3Owners {
  public:
   explicit Zero3Owners(int world_size) : partition_(world_size) {}
-  // The loader's plan for this rank: its own parameters on the device, or in CPU RAM with offload_param.
-  model::PlacementPlan plan(int rank, bool offload_param) {
-    return [this, rank, offload_param](const std::vector<model::ParameterInfo>& infos) {
+  // The loader's plan for this rank: its own parameters on the device, or in CPU RAM with offload_param; those
+  // the command removes after loading (`removed`) are read by no rank.
+  model::PlacementPlan plan(int rank, bool offload_param, std::vector<std::string> removed) {
+    return [this, rank, offload_param, removed](const std::vector<model::ParameterInfo>& infos) {
+      auto is_removed = [&](const std::string& name) { return std::find(removed.begin(), removed.end(), name) != removed.end(); };
       std::vector<int64_t> bytes;
-      for (const auto& info : infos) bytes.push_back(info.bytes);
+      for (const auto& info : infos) bytes.push_back(is_removed(info.name) ? 0 : info.bytes);
       const dist::ParameterPartition loaded(bytes, partition_.world_size());  // largest first, as ZeRO-1/2
       std::vector<model::Placement> where;
       for (size_t i = 0; i < infos.size(); ++i) {
+        if (is_removed(infos[i].name)) {
+          where.push_back(model::Placement::kElsewhere);
+          continue;
+        }
         const int owner = loaded.owner(i);
         partition_.charge(owner, infos[i].bytes);
-        by_name_[infos[i].name] = owner;
+        loaded_[infos[i].name] = {owner, infos[i].bytes};
         where.push_back(owner != rank     ? model::Placement::kElsewhere
                         : offload_param   ? model::Placement::kHost
                                           : model::Placement::kDevice);
@@ -838,15 +845,25 @@ class Zero3Owners {
       return where;
     };
   }
-  int owner_of(const std::string& name, int64_t bytes) {
-    const auto it = by_name_.find(name);
-    if (it != by_name_.end()) return it->second;
-    return by_name_[name] = partition_.assign(bytes);
+  // Every parameter's owner (names and bytes in model order): the loaded ones keep theirs, the others go one by one
+  // to the least-loaded rank. Loaded parameters the model no longer has (a reward model's lm_head) are taken off
+  // their owner's load first. Without a plan (a model loaded whole) all of them, largest first.
+  std::vector<int> owners(const std::vector<std::string>& names, const std::vector<int64_t>& bytes) {
+    if (loaded_.empty()) return dist::ParameterPartition(bytes, partition_.world_size()).owners();
+    const std::set<std::string> present(names.begin(), names.end());
+    for (const auto& [name, owner_bytes] : loaded_)
+      if (!present.count(name)) partition_.charge(owner_bytes.first, -owner_bytes.second);
+    std::vector<int> out;
+    for (size_t i = 0; i < names.size(); ++i) {
+      const auto it = loaded_.find(names[i]);
+      out.push_back(it != loaded_.end() ? it->second.first : partition_.assign(bytes[i]));
+    }
+    return out;
   }
 
  private:
   dist::ParameterPartition partition_;
-  std::map<std::string, int> by_name_;
+  std::map<std::string, std::pair<int, int64_t>> loaded_;  // name -> (owner, bytes) as the loader read them
 };
 
 // What a checkpoint save brings to rank 0 under ZeRO-3, one decoder layer (or one outer parameter) at a time:
@@ -908,7 +925,7 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
   model::PlacementPlan placement;
   if (zero.stage == 3 && group) {
     zero3_owners.emplace(group->world_size());
-    placement = zero3_owners->plan(group->rank(), zero.offload_param);
+    placement = zero3_owners->plan(group->rank(), zero.offload_param, hooks.removed_parameters);
   }
   Job job = build_job(flags, pretrain, setup, std::move(group), hooks, placement);
   job.local_world_size = dist_env.local_world_size;
@@ -999,11 +1016,8 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     const auto& partitioned_names = job.zero.stage == 3 ? all_names : names;
     std::vector<int64_t> bytes;
     for (const auto& p : partitioned) bytes.push_back(p.numel() * static_cast<int64_t>(p.element_size()));
-    if (zero3_owners) {  // the owners the loader read by, and new ones for parameters made since
-      for (size_t i = 0; i < partitioned.size(); ++i) owners.push_back(zero3_owners->owner_of(partitioned_names[i], bytes[i]));
-    } else {
-      owners = dist::ParameterPartition(bytes, job.world_size).owners();
-    }
+    owners = zero3_owners ? zero3_owners->owners(partitioned_names, bytes)  // as the loader read, and new ones
+                          : dist::ParameterPartition(bytes, job.world_size).owners();
     std::map<std::string, int> owner_of;
     for (size_t i = 0; i < partitioned.size(); ++i) owner_of[partitioned_names[i]] = owners[i];
     for (const auto& n : names) {
@@ -1087,7 +1101,10 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     // the decoder layers around theirs, and reduces their gradients inside the backward; the loop gathers the
     // rest (final norm, a score head, adapters on the head) for each micro-batch and reduces their gradients here.
     std::vector<at::Tensor> per_use{job.model->model->embed_tokens->weight};
-    if (job.model->lm_head && !job.model->lm_head->adapter) per_use.push_back(job.model->lm_head->weight);
+    if (job.model->lm_head && !job.model->lm_head->adapter) {
+      per_use.push_back(job.model->lm_head->weight);
+      if (job.model->lm_head->bias.defined()) per_use.push_back(job.model->lm_head->bias);
+    }
     auto around_use = [&](const at::Tensor& p) {
       return std::any_of(per_use.begin(), per_use.end(), [&](const at::Tensor& u) { return u.is_same(p); });
     };
@@ -1124,7 +1141,7 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     log_info("data parallel: ", job.world_size, " ranks, ", job.zero.stage >= 2 ? "gradients reduced to their owners" : "gradients summed",
              job.zero.stage < 3 ? " during the backward" : " after each micro-batch",
              " in ", sync->buckets(), " bucket(s) per step", job.zero.stage > 0 ? ", ZeRO-" + std::to_string(job.zero.stage) : std::string(),
-             job.zero.stage == 3 ? " (decoder layers' parameters gathered per use, their gradients reduced in the backward)" : "");
+             job.zero.stage == 3 ? " (the decoder layers', embedding's and head's parameters gathered around each use, their gradients reduced in the backward)" : "");
 
   job.model->train();
   Progress progress("train", total_steps - start_step, job.main_rank());
@@ -1211,6 +1228,9 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
                                     : train::grad_norm(params);  // logged, nothing clipped
     }
     optimizer->set_lr(schedule.lr(step));
+    // offload_param: the optimizer writes the homes in pinned RAM that gathers copy from asynchronously; every
+    // copy queued on the GPU has finished before it does.
+    if (job.zero.offload_param && job.model->device().is_cuda()) torch::cuda::synchronize(job.model->device().index());
     if (!overflow) optimizer->step();
     // ZeRO-1/2: the owners' new values to every rank (ZeRO-3 gathers them when they are next used).
     if (sharded && job.zero.stage < 3 && !overflow) sync->broadcast_from_owners();

@@ -187,7 +187,10 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
         b = uniform(out, r, 1.0 / std::sqrt(static_cast<double>(r)), gen);
         break;
     }
-    const auto options = linear->weight.options().dtype(config.lora_dtype.value_or(linear->weight.scalar_type()));
+    // On the model's compute device: a ZeRO-3 rank may hold the base weight in CPU RAM (offload_param).
+    const auto options = linear->weight.options()
+                             .dtype(config.lora_dtype.value_or(linear->weight.scalar_type()))
+                             .device(model->device());
     model::Linear lora_a(in, r, /*bias=*/false, options), lora_b(r, out, /*bias=*/false, options);
     {
       at::NoGradGuard no_grad;

@@ -16,6 +16,7 @@
 #include "swift/dist/gradient_sync.h"
 #include "swift/dist/process_group.h"
 #include "swift/dist/zero3.h"
+#include "swift/model/autocast.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
 
@@ -190,6 +191,15 @@ TEST(Zero3Gather, PrefetchServesTheRecordedSequenceAndNeverStaleValues) {
     for (const auto* which : {&a, &b, &c, &c, &b}) use(*which);
     sharding.end_micro_batch();
     EXPECT_EQ(sharding.prefetched_gathers(), 12);
+    // Gathering what is whole already moves nothing (the head between its forward and backward).
+    const int64_t before = sharding.gathers();
+    sharding.gather(a);
+    sharding.gather(a);
+    EXPECT_EQ(sharding.gathers(), before + 1);
+    sharding.release(a);
+    sharding.gather(a);
+    EXPECT_EQ(sharding.gathers(), before + 2);
+    sharding.release(a);
     // At most the values in use and the next use's in flight, never all four: a's parameter from the other rank
     // with b's being broadcast (each rank owns one of a and sends or receives b).
     EXPECT_EQ(sharding.peak_gathered_bytes(), 2 * 15 * 4);
@@ -273,37 +283,47 @@ TEST(Zero3Gather, EmbeddingAndHeadAroundTheirUsesGiveTheSameGradients) {
   on_two_ranks([](ProcessGroup& group) {
     at::Generator gen = at::detail::createCPUGenerator(7);
     const at::Tensor embed0 = at::randn({11, 4}, gen), head0 = at::randn({11, 4}, gen), bias0 = at::randn({11}, gen);
+    // The forward under autocast or not (the backward outside it, as in training).
     auto run = [&](const at::Tensor& embed, const at::Tensor& head, const at::Tensor& bias, int rank,
-                   model::ParamSharding* sharding) {
+                   model::ParamSharding* sharding, std::optional<c10::ScalarType> autocast) {
       at::Generator g = at::detail::createCPUGenerator(20 + rank);
       const at::Tensor ids = at::randint(0, 11, {2, 3}, g, at::kLong);
-      at::Tensor x = sharding ? model::sharded_embedding(embed, ids, *sharding) : at::embedding(embed, ids);
-      x = at::tanh(x);
-      at::Tensor untied = sharding ? model::sharded_linear(x, head, bias, *sharding) : at::linear(x, head, bias);
-      at::Tensor tied = sharding ? model::sharded_linear(x, embed, at::Tensor(), *sharding) : at::linear(x, embed);
-      (untied.pow(2).sum() + tied.sin().sum()).backward();
+      at::Tensor loss;
+      {
+        const model::AutocastScope scope(c10::DeviceType::CPU, autocast);
+        at::Tensor x = sharding ? model::sharded_embedding(embed, ids, *sharding) : at::embedding(embed, ids);
+        x = at::tanh(x);
+        at::Tensor untied = sharding ? model::sharded_linear(x, head, bias, *sharding) : at::linear(x, head, bias);
+        at::Tensor tied = sharding ? model::sharded_linear(x, embed, at::Tensor(), *sharding) : at::linear(x, embed);
+        loss = untied.to(at::kFloat).pow(2).sum() + tied.to(at::kFloat).sin().sum();
+      }
+      loss.backward();
     };
-    // The reference: both ranks' data in one process.
-    std::vector<at::Tensor> want;
-    {
-      std::vector<at::Tensor> p{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
-                                bias0.clone().requires_grad_(true)};
-      for (int r = 0; r < 2; ++r) run(p[0], p[1], p[2], r, nullptr);
-      for (const auto& t : p) want.push_back(t.grad().clone());
-    }
-    const std::vector<int> owners{1, 0, 1};
-    std::vector<at::Tensor> params{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
-                                   bias0.clone().requires_grad_(true)};
-    Zero3Sharding sharding(group, params, owners);
-    sharding.gather_around_use(params);
-    sharding.release_all();
-    run(params[0], params[1], params[2], group.rank(), &sharding);
-    for (int i = 0; i < 3; ++i) {
-      const bool mine = owners[static_cast<size_t>(i)] == group.rank();
-      EXPECT_EQ(params[i].numel(), mine ? want[i].numel() : 0) << i;  // at rest after every use
-      ASSERT_EQ(params[i].grad().defined(), mine) << i;
-      if (mine) {
-        EXPECT_TRUE(at::allclose(params[i].grad(), want[i], 1e-5, 1e-6)) << i;
+    for (const std::optional<c10::ScalarType> autocast : {std::optional<c10::ScalarType>(), std::optional(at::kBFloat16)}) {
+      const double tolerance = autocast ? 1e-2 : 1e-5;
+      // The reference: both ranks' data in one process.
+      std::vector<at::Tensor> want;
+      {
+        std::vector<at::Tensor> p{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
+                                  bias0.clone().requires_grad_(true)};
+        for (int r = 0; r < 2; ++r) run(p[0], p[1], p[2], r, nullptr, autocast);
+        for (const auto& t : p) want.push_back(t.grad().clone());
+      }
+      const std::vector<int> owners{1, 0, 1};
+      std::vector<at::Tensor> params{embed0.clone().requires_grad_(true), head0.clone().requires_grad_(true),
+                                     bias0.clone().requires_grad_(true)};
+      Zero3Sharding sharding(group, params, owners);
+      sharding.gather_around_use(params);
+      sharding.release_all();
+      run(params[0], params[1], params[2], group.rank(), &sharding, autocast);
+      for (int i = 0; i < 3; ++i) {
+        const bool mine = owners[static_cast<size_t>(i)] == group.rank();
+        EXPECT_EQ(params[i].numel(), mine ? want[i].numel() : 0) << i;  // at rest after every use
+        ASSERT_EQ(params[i].grad().defined(), mine) << i;
+        if (mine) {
+          EXPECT_TRUE(at::allclose(params[i].grad(), want[i], tolerance, tolerance))
+              << i << (autocast ? " bf16" : " fp32") << " max diff " << (params[i].grad() - want[i]).abs().max().item<double>();
+        }
       }
     }
   });

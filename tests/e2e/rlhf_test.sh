@@ -257,6 +257,22 @@ for other in sys.argv[2:]:
         for k in ["loss", "rewards/margins", "rewards/accuracies", "logps/chosen"]:
             assert abs(x[k] - y[k]) <= 1e-4 * max(1, abs(x[k])), (other, k, x[k], y[k])
 P
+# A reward model (full, its score head made after loading) under ZeRO-3 equals 1 rank too.
+rm_two=(--rlhf_type rm --model "$SFT" --train_type full --dataset swift/arithmetic-preference#16 --max_steps 2
+        --learning_rate 1e-3 --gradient_accumulation_steps 1 --logging_steps 1 --num_threads 1 --add_version false)
+run rm_one_rank 0 "$SWIFT" rlhf "${rm_two[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/rm-one"
+run rm_zero3 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf "${rm_two[@]}" --per_device_train_batch_size 2 --deepspeed zero3 \
+  --output_dir "$TMP/rm-z3"
+"$PY" - "$TMP/rm-one" "$TMP/rm-z3" <<'P' && ok || bad "2-rank ZeRO-3 reward model differs from 1 rank"
+import json, sys
+def rows(d):
+    return [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+one, z3 = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(one) == len(z3) == 2
+for x, y in zip(one, z3):
+    for k in ["loss", "rewards/accuracies", "rewards/margins"]:
+        assert abs(x[k] - y[k]) <= 1e-4 * max(1, abs(x[k])), (k, x[k], y[k])
+P
 
 # 6. Clear errors.
 bad_flags=(--model "$SFT" --dataset swift/arithmetic-preference#8 --max_steps 1 --output_dir "$TMP/e")

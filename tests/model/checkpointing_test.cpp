@@ -1,10 +1,12 @@
 // Gradient checkpointing on tiny random models of every family (fp32, train mode): the loss and every
 // parameter's gradient equal those without checkpointing (<= 1e-6 relative), with full fine-tuning and with LoRA
 // (dropout > 0: the recomputation sees the same mask; frozen parameters get no gradient); the recomputation
-// leaves the global RNG stream as it was; eval mode and no-grad passes are unaffected.
+// leaves the global RNG stream as it was; eval mode and no-grad passes are unaffected; autocast caches no weight
+// copies under ZeRO-3.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <torch/torch.h>
 
 #include <map>
@@ -14,6 +16,7 @@
 
 #include "swift/model/autocast.h"
 #include "swift/model/checkpointing.h"
+#include "swift/model/param_sharding.h"
 #include "swift/tuners/lora.h"
 #include "test_util.h"
 
@@ -214,3 +217,25 @@ TEST(Checkpointing, LayerInputGradientMatches) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, CheckpointingTest, ::testing::Values("llama", "qwen2", "qwen3", "mistral"));
+
+// Under ZeRO-3 (a ParamSharding installed) autocast keeps no low-precision copies of the weights it casts: they
+// would keep each gathered layer's weights alive through the forward. Without one it caches, as PyTorch does.
+TEST(Autocast, NoWeightCacheUnderParamSharding) {
+  struct NoSharding : model::ParamSharding {
+    void gather(const std::vector<at::Tensor>&) override {}
+    void release(const std::vector<at::Tensor>&) override {}
+    void reduce_gradients(const std::vector<at::Tensor>&, const std::vector<at::Tensor>&) override {}
+    bool gathers_around_use(const at::Tensor&) const override { return false; }
+  } sharding;
+  {
+    const model::AutocastScope scope(c10::DeviceType::CPU, at::kBFloat16);
+    EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+  }
+  model::set_param_sharding(&sharding);
+  {
+    const model::AutocastScope scope(c10::DeviceType::CPU, at::kBFloat16);
+    EXPECT_FALSE(at::autocast::is_autocast_cache_enabled());
+  }
+  model::set_param_sharding(nullptr);
+  EXPECT_TRUE(at::autocast::is_autocast_cache_enabled());
+}

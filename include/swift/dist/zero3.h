@@ -42,6 +42,7 @@ class Zero3Sharding : public model::ParamSharding {
   Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners,
                 Zero3Options options = {});
 
+  // A no-op when every one of `params` is whole already (gathered and not released since).
   void gather(const std::vector<at::Tensor>& params) override;
   void release(const std::vector<at::Tensor>& params) override;
   void reduce_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& grads) override;
@@ -49,7 +50,8 @@ class Zero3Sharding : public model::ParamSharding {
   void gather_around_use(const std::vector<at::Tensor>& params);
   bool gathers_around_use(const at::Tensor& p) const override;
   void gather_all() { gather(params_); }
-  // Bracket one micro-batch's forward and backward (the span prefetching may cover).
+  // Bracket one micro-batch's forward and backward (the span prefetching may cover); the end releases whatever
+  // is still whole.
   void begin_micro_batch();
   void end_micro_batch();
   // Gathers so far, and those whose broadcasts a prefetch had started, for the log.
@@ -103,6 +105,7 @@ class Zero3Sharding : public model::ParamSharding {
   std::vector<at::Tensor> home_;  // per parameter: its values at rest where this rank owns it, else undefined
   std::vector<bool> around_use_;  // per parameter: gathered by the model around each use
   std::vector<bool> gathered_;    // per parameter: holds gathered values now (a view of a broadcast buffer)
+  std::vector<bool> whole_;       // per parameter: gathered and not yet released (the same on every rank)
   int64_t gathered_now_ = 0, gathered_peak_ = 0;
   bool in_micro_batch_ = false;
   void count_gathered(int64_t bytes);

@@ -26,6 +26,7 @@ class AutocastScope {
   c10::DeviceType device_;
   bool active_;
   bool was_enabled_ = false;
+  bool was_caching_ = true;
   c10::ScalarType previous_dtype_ = c10::kBFloat16;
 };
 

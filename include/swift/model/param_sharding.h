@@ -37,4 +37,9 @@ at::Tensor placeholder(at::IntArrayRef shape, const at::TensorOptions& options);
 // False for a placeholder (and any tensor whose storage cannot hold all its elements).
 bool holds_values(const at::Tensor& t);
 
+// Fresh (uninitialised) tensors shaped and typed like `like`, packed into one allocation per dtype with
+// `options`' device and pinning: offload_param's homes in pinned CPU RAM, whose allocator rounds every request up
+// to a power of two and keeps it, so one buffer instead of one per parameter.
+std::vector<at::Tensor> packed_like(const std::vector<at::Tensor>& like, const at::TensorOptions& options);
+
 }  // namespace swift::model

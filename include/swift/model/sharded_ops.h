@@ -14,9 +14,10 @@ namespace swift::model {
 // the output's) needs none of its values.
 at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, ParamSharding& sharding);
 
-// x [..., in] -> x W^T + b [..., out], W [out, in], b [out] or undefined. The weight is gathered for the forward
-// and again in the backward (for x's gradient); no copy of it is kept in between. Under autocast the backward
-// computes in the dtype the forward did, as autograd through autocast's casts would.
+// x [..., in] -> x W^T + b [..., out], W [out, in], b [out] or undefined. With a graph the weight stays gathered
+// from the forward until its backward (the loss between them keeps the logits alive anyway) and is released
+// there; without one it is released at once. Under autocast the backward computes in the dtype the forward did,
+// as autograd through autocast's casts would.
 at::Tensor sharded_linear(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, ParamSharding& sharding);
 
 }  // namespace swift::model

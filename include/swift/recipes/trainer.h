@@ -78,6 +78,8 @@ struct TrainingHooks {
   ObjectiveFactory make_objective;
   RowPreparation prepare_rows;      // optional
   ModelPreparation prepare_model;   // optional
+  // Parameters prepare_model removes (rm: lm_head.weight): under ZeRO-3 no rank reads them from the files.
+  std::vector<std::string> removed_parameters;
 };
 
 // Runs a training command: parses `args` against `specs`, trains with the hooks' objective, returns the exit
