@@ -109,6 +109,9 @@ for stage in zero2 zero3 zero3_offload; do
   NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${dist[@]}" --train_type full --per_device_train_batch_size 2 \
     --ddp_backend gloo --deepspeed "$stage" --output_dir "$W/d-$stage" >"$OUT/dist_$stage.log" 2>&1 || ok_runs=0
 done
+# bf16 autocast over offloaded fp32 masters (the usual GPU setting): it trains.
+NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${dist[@]/float32/bfloat16}" --train_type full --per_device_train_batch_size 2 \
+  --ddp_backend gloo --deepspeed zero3_offload --output_dir "$W/d-bf16" >"$OUT/dist_bf16.log" 2>&1 || ok_runs=0
 python3 - "$W" <<'P' >"$OUT/dist_cuda.txt" 2>&1 && note "2 ranks on one GPU: ok ($(tail -1 "$OUT/dist_cuda.txt"))" || note "2 ranks on one GPU: FAILED (dist_cuda.txt, dist_*.log)"
 import json, os, sys
 w = sys.argv[1]
@@ -122,7 +125,10 @@ for stage in ("zero2", "zero3", "zero3_offload"):
     assert len(got) == len(one) == 6, stage
     worst = max(worst, max(abs(a - b) for a, b in zip(one, got)))
 assert worst < 1e-3, worst
-print(f"losses within {worst:.1e} of one rank")
+bf16 = losses("d-bf16")
+print("zero3_offload bf16", [round(x, 4) for x in bf16])
+assert len(bf16) == 6 and bf16[-1] < bf16[0]
+print(f"losses within {worst:.1e} of one rank; bf16 trains")
 P
 [ "$ok_runs" = 1 ] || note "2 ranks on one GPU: a run failed (dist_*.log)"
 grep -h "holds after the first step\|raised by loading\|offload_param" "$OUT"/dist_zero3*.log | tail -6

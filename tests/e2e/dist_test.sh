@@ -120,6 +120,18 @@ for type in full lora; do
   has "zero3_offload_${type}_read" "each rank read only the parameters it owns" err
   compare "zero3_offload $type" "$TMP/one-$type" "$TMP/z3o-$type" "$weights"
 done
+# bf16 compute (autocast over fp32 masters; no autocast weight cache under ZeRO-3, the head's backward in bf16):
+# the losses of 1 rank to bf16's rounding.
+for n in one z3; do
+  if [ "$n" = one ]; then launch=(); batch=4; extra=(); else launch=(env NPROC_PER_NODE=2); batch=2; extra=(--deepspeed zero3); fi
+  run "bf16_$n" 0 "${launch[@]}" "$SWIFT" sft "${common[@]}" --train_type full --torch_dtype bfloat16 \
+    --per_device_train_batch_size "$batch" "${extra[@]}" --output_dir "$TMP/bf16-$n"
+done
+"$PY" - "$TMP/bf16-one" "$TMP/bf16-z3" <<'P' && ok || bad "bf16 ZeRO-3 losses differ from 1 rank"
+import json, sys
+a, b = ([json.loads(l)["loss"] for l in open(f"{d}/logging.jsonl") if '"loss"' in l] for d in sys.argv[1:3])
+assert len(a) == len(b) == 6 and all(abs(x - y) <= 1e-4 * abs(x) for x, y in zip(a, b)), (a, b)
+P
 run dora_one 0 "$SWIFT" sft "${common[@]}" --train_type lora --use_dora true --per_device_train_batch_size 4 \
   --output_dir "$TMP/dora-one"
 run dora_zero3 0 env NPROC_PER_NODE=2 "$SWIFT" sft "${common[@]}" --train_type lora --use_dora true \
