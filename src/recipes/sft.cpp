@@ -300,6 +300,22 @@ std::vector<std::pair<std::string, double>> evaluate(Job& job, int64_t batch_siz
   return values;
 }
 
+// ZeRO-3: the parameters the model gathers around each of their own operations instead of for a whole
+// micro-batch (sharded_ops.h): an adapter-free head with its bias, and the embedding unless it is the head too.
+// A tied embedding would be gathered twice per micro-batch (the lookup, the logits), doubling the exchange of what
+// is often the largest tensor (10% slower on bench_dist's 25m model, whose embedding is most of it), so it is held
+// for the micro-batch instead.
+std::vector<at::Tensor> gathered_around_use(model::CausalLM& m) {
+  std::vector<at::Tensor> out;
+  const bool tied = !m->lm_head && !m->is_sequence_classifier();
+  if (!tied) out.push_back(m->model->embed_tokens->weight);
+  if (m->lm_head && !m->lm_head->adapter) {
+    out.push_back(m->lm_head->weight);
+    if (m->lm_head->bias.defined()) out.push_back(m->lm_head->bias);
+  }
+  return out;
+}
+
 // Before the first step: what this rank will need against what its device has, and what to change if it will
 // not fit (train::estimate_memory).
 void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vector<at::Tensor>& trainable,
@@ -340,13 +356,15 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
   in.gpu = job.model->device().is_cuda();
   if (job.zero.stage == 3) {  // what ZeRO-3 gathers whole: a layer at a time, the embedding or the head around
     std::map<std::string, int64_t> layer_bytes;  // each of their uses, the other outer parameters per micro-batch
+    model::CausalLM shared = job.model;
+    const auto around_use = gathered_around_use(shared);
     int64_t per_use = 0;
     for (const auto& item : job.model->named_parameters()) {
       const std::string& n = item.key();
       const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
       if (n.rfind("model.layers.", 0) == 0) layer_bytes[n.substr(0, n.find('.', 13))] += bytes;
-      else if (n == "model.embed_tokens.weight" || (n == "lm_head.weight" && !job.model->lm_head->adapter))
-        per_use = std::max(per_use, bytes);  // an adapter-free head is gathered around its use, as the embedding
+      else if (std::any_of(around_use.begin(), around_use.end(), [&](const at::Tensor& u) { return u.is_same(item.value()); }))
+        per_use = std::max(per_use, bytes);
       else in.outer_weight_bytes += bytes;
     }
     in.outer_weight_bytes += per_use;
@@ -1097,14 +1115,11 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
   std::optional<dist::GradientSync> sync;
   std::optional<ShardingInstalled> sharding_installed;
   if (job.group && job.zero.stage == 3) {
-    // The model gathers the embedding and the LM head (without an adapter) around each of their operations and
-    // the decoder layers around theirs, and reduces their gradients inside the backward; the loop gathers the
-    // rest (final norm, a score head, adapters on the head) for each micro-batch and reduces their gradients here.
-    std::vector<at::Tensor> per_use{job.model->model->embed_tokens->weight};
-    if (job.model->lm_head && !job.model->lm_head->adapter) {
-      per_use.push_back(job.model->lm_head->weight);
-      if (job.model->lm_head->bias.defined()) per_use.push_back(job.model->lm_head->bias);
-    }
+    // The model gathers the decoder layers, and the embedding and head where gathered_around_use says so, around
+    // each of their operations, and reduces their gradients inside the backward; the loop gathers the rest (final
+    // norm, a tied embedding, a score head, adapters on the head) for each micro-batch and reduces their
+    // gradients here.
+    const std::vector<at::Tensor> per_use = gathered_around_use(job.model);
     auto around_use = [&](const at::Tensor& p) {
       return std::any_of(per_use.begin(), per_use.end(), [&](const at::Tensor& u) { return u.is_same(p); });
     };
