@@ -20,7 +20,6 @@ Zero3Sharding::Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params
   c10::NoGradGuard no_grad;
   home_.resize(params_.size());
   around_use_.assign(params_.size(), false);
-  gathered_.assign(params_.size(), false);
   whole_.assign(params_.size(), false);
   std::vector<size_t> to_host;  // owned, offloaded, not in (pinned) CPU RAM yet
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -101,19 +100,18 @@ void Zero3Sharding::finish_gather(InFlight& in_flight) {
   for (size_t i = 0; i < in_flight.groups.size(); ++i) {
     in_flight.pending[i].wait();
     const Group& g = in_flight.groups[i];
-    for (size_t k : g.members) whole_[index_of(in_flight.params[k])] = true;
-    if (g.owner == group_.rank() && !options_.offload_param) continue;
+    const bool computes_on_home = g.owner == group_.rank() && !options_.offload_param;
     int64_t offset = 0;
     for (size_t k : g.members) {
       at::Tensor p = in_flight.params[k];
       const size_t index = index_of(p);
       const auto& shape = shapes_[index];
       const int64_t n = c10::multiply_integers(shape);
-      p.set_data(in_flight.flat[i].narrow(0, offset, n).view(shape));
-      if (!gathered_[index]) {
-        gathered_[index] = true;
-        now_in_params += bytes_of(index);
+      if (!computes_on_home) {
+        p.set_data(in_flight.flat[i].narrow(0, offset, n).view(shape));
+        if (!whole_[index]) now_in_params += bytes_of(index);
       }
+      whole_[index] = true;
       offset += n;
     }
   }
@@ -182,6 +180,10 @@ void Zero3Sharding::count_gathered(int64_t bytes) {
   if (in_micro_batch_) gathered_peak_ = std::max(gathered_peak_, gathered_now_);
 }
 
+bool Zero3Sharding::holds_copy(size_t index) const {
+  return owners_[index] != group_.rank() || options_.offload_param;
+}
+
 int64_t Zero3Sharding::bytes_of(size_t index) const {
   return c10::multiply_integers(shapes_[index]) * static_cast<int64_t>(params_[index].element_size());
 }
@@ -192,11 +194,8 @@ void Zero3Sharding::release(const std::vector<at::Tensor>& params) {
   for (const auto& p : params) {
     const size_t i = index_of(p);
     at::Tensor t = p;
+    if (whole_[i] && holds_copy(i)) count_gathered(-bytes_of(i));
     whole_[i] = false;
-    if (gathered_[i]) {
-      gathered_[i] = false;
-      count_gathered(-bytes_of(i));
-    }
     if (owners_[i] == group_.rank()) {
       if (p.data_ptr() != home_[i].data_ptr() || p.device() != home_[i].device()) t.set_data(home_[i]);
     } else {

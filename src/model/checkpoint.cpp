@@ -49,7 +49,7 @@ std::vector<Placement> plan_placement(CausalLM& model, const PlacementPlan& plan
   return where;
 }
 
-// Gives each parameter the storage its placement asks for: on the device, in (pinned) CPU RAM, or a placeholder.
+// Gives each parameter the storage its placement asks for: on the device, in (pinned) CPU RAM, or shape-only.
 // with_values: move the values the parameter has (initialised ones); otherwise allocate, to be filled from files.
 void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10::Device device, bool with_values) {
   torch::NoGradGuard no_grad;
@@ -71,7 +71,7 @@ void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10:
         if (with_values) data.copy_(p.detach());
         break;
       case Placement::kElsewhere:
-        data = placeholder(p.sizes(), p.options().device(device));
+        data = shape_only(p.sizes(), p.options().device(device));
         break;
     }
     p.set_data(data);

@@ -15,7 +15,7 @@ std::atomic<ParamSharding*> g_sharding{nullptr};
 void set_param_sharding(ParamSharding* sharding) { g_sharding = sharding; }
 ParamSharding* param_sharding() { return g_sharding; }
 
-at::Tensor placeholder(at::IntArrayRef shape, const at::TensorOptions& options) {
+at::Tensor shape_only(at::IntArrayRef shape, const at::TensorOptions& options) {
   return at::empty({1}, options).expand(shape);
 }
 

@@ -300,6 +300,13 @@ std::vector<std::pair<std::string, double>> evaluate(Job& job, int64_t batch_siz
   return values;
 }
 
+// "model.layers.3" for "model.layers.3.mlp.up_proj.weight"; "" for a parameter outside the decoder layers.
+std::string decoder_layer_of(const std::string& name) {
+  static const std::string kLayers = "model.layers.";
+  if (name.rfind(kLayers, 0) != 0) return "";
+  return name.substr(0, name.find('.', kLayers.size()));
+}
+
 // ZeRO-3: the parameters the model gathers around each of their own operations instead of for a whole
 // micro-batch (sharded_ops.h): an adapter-free head with its bias, and the embedding unless it is the head too.
 // A tied embedding would be gathered twice per micro-batch (the lookup, the logits), doubling the exchange of what
@@ -362,7 +369,7 @@ void log_memory_estimate(const Job& job, const cli::Flags& flags, const std::vec
     for (const auto& item : job.model->named_parameters()) {
       const std::string& n = item.key();
       const int64_t bytes = item.value().numel() * static_cast<int64_t>(item.value().element_size());
-      if (n.rfind("model.layers.", 0) == 0) layer_bytes[n.substr(0, n.find('.', 13))] += bytes;
+      if (const std::string layer = decoder_layer_of(n); !layer.empty()) layer_bytes[layer] += bytes;
       else if (std::any_of(around_use.begin(), around_use.end(), [&](const at::Tensor& u) { return u.is_same(item.value()); }))
         per_use = std::max(per_use, bytes);
       else in.outer_weight_bytes += bytes;
@@ -637,7 +644,7 @@ Job build_job(const cli::Flags& flags, bool pretrain, const CommonSetup& setup,
   job.model = model::load_model(!resume.empty() && !job.lora ? resume : job.model_dir, load);
   job.load = load;
   job.load.placement = nullptr;  // for models loaded besides (a reference): whole
-  if (job.group) {  // read as planned (ZeRO-3)? Then the parameters of other ranks are placeholders here
+  if (job.group) {  // read as planned (ZeRO-3)? Then the parameters of other ranks are shape-only here
     const auto params = job.model->parameters();
     log_memory_high_water(job, memory_before_loading, std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return !model::holds_values(p); }));
   }
@@ -892,9 +899,8 @@ std::vector<std::vector<at::Tensor>> save_chunks(const std::vector<std::string>&
   std::string current;
   for (size_t i = 0; i < names.size(); ++i) {
     if (lora && !params[i].requires_grad()) continue;
-    const std::string& n = names[i];
-    const size_t layer_end = n.rfind("model.layers.", 0) == 0 ? n.find('.', 13) : std::string::npos;
-    const std::string key = layer_end == std::string::npos ? n : n.substr(0, layer_end);
+    const std::string layer = decoder_layer_of(names[i]);
+    const std::string& key = layer.empty() ? names[i] : layer;
     if (chunks.empty() || key != current) chunks.emplace_back();
     current = key;
     chunks.back().push_back(params[i]);
@@ -1126,12 +1132,12 @@ int run_training(const std::string& command, const std::vector<cli::FlagSpec>& s
     std::vector<at::Tensor> outer_trainable;
     std::vector<int> outer_owners;
     for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i].rfind("model.layers.", 0) == 0 || around_use(params[i])) continue;
+      if (!decoder_layer_of(names[i]).empty() || around_use(params[i])) continue;
       outer_trainable.push_back(params[i]);
       outer_owners.push_back(trainable_owners[i]);
     }
     for (size_t i = 0; i < all_names.size(); ++i)
-      if (all_names[i].rfind("model.layers.", 0) != 0 && !around_use(all_params[i])) job.outer_params.push_back(all_params[i]);
+      if (decoder_layer_of(all_names[i]).empty() && !around_use(all_params[i])) job.outer_params.push_back(all_params[i]);
     dist::Zero3Options zero3_options;
     zero3_options.device = job.model->device();
     zero3_options.offload_param = job.zero.offload_param;

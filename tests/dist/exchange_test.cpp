@@ -208,7 +208,7 @@ TEST(Zero3Gather, PrefetchServesTheRecordedSequenceAndNeverStaleValues) {
 
 // offload_param on the CPU takes the GPU's path: an owner's values rest in their home (here its own storage, in
 // RAM), during a use it computes on the copy it broadcast, and after the use it is back home, where an optimizer
-// step changes them for the next gather. Ranks that do not own a parameter hold only a placeholder to begin with
+// step changes them for the next gather. Ranks that do not own a parameter hold only a shape-only tensor to begin with
 // (as a ZeRO-3 load leaves them).
 TEST(Zero3Gather, OffloadedOwnersRestAtHomeAndComputeOnTheCopy) {
   on_two_ranks([](ProcessGroup& group) {
@@ -217,7 +217,7 @@ TEST(Zero3Gather, OffloadedOwnersRestAtHomeAndComputeOnTheCopy) {
     for (int i = 0; i < 3; ++i) {
       values.push_back(at::full({4, 3}, static_cast<float>(i + 1)));
       params.push_back(owners[static_cast<size_t>(i)] == group.rank() ? values.back().clone()
-                                                                      : model::placeholder({4, 3}, at::kFloat));
+                                                                      : model::shape_only({4, 3}, at::kFloat));
     }
     std::vector<const void*> homes;
     for (const auto& p : params) homes.push_back(p.data_ptr());

@@ -151,7 +151,7 @@ TEST(Checkpoint, MissingUnexpectedAndMisshapenTensorsAreNamed) {
 }
 
 // ZeRO-3 loading: a placement plan sees every parameter with its size, and the rank keeps the values of only the
-// parameters it owns (on the device or in RAM); the rest are placeholders of the full shape. The same with
+// parameters it owns (on the device or in RAM); the rest are shape-only tensors. The same with
 // --init_strategy (the whole model is initialised, then placed). Tensors left elsewhere are still checked.
 TEST(Checkpoint, PlacementPlanReadsOnlyWhatThisRankKeeps) {
   torch::NoGradGuard no_grad;

@@ -37,7 +37,7 @@ struct Zero3Options {
 class Zero3Sharding : public model::ParamSharding {
  public:
   // params: every parameter of the model (trainable or not) in the same order on every rank, each with its full
-  // shape: its values on its owner, anything (the values, or a model::placeholder) elsewhere; owners[i] owns
+  // shape: its values on its owner, anything (the values, or a model::shape_only tensor) elsewhere; owners[i] owns
   // params[i] (ParameterPartition over their bytes). Call release_all() to bring them to rest.
   Zero3Sharding(ProcessGroup& group, std::vector<at::Tensor> params, std::vector<int> owners,
                 Zero3Options options = {});
@@ -49,7 +49,6 @@ class Zero3Sharding : public model::ParamSharding {
   // The parameters the model gathers around each of their own uses (the embedding, the LM head).
   void gather_around_use(const std::vector<at::Tensor>& params);
   bool gathers_around_use(const at::Tensor& p) const override;
-  void gather_all() { gather(params_); }
   // Bracket one micro-batch's forward and backward (the span prefetching may cover); the end releases whatever
   // is still whole.
   void begin_micro_batch();
@@ -104,12 +103,13 @@ class Zero3Sharding : public model::ParamSharding {
   std::vector<std::vector<int64_t>> shapes_;
   std::vector<at::Tensor> home_;  // per parameter: its values at rest where this rank owns it, else undefined
   std::vector<bool> around_use_;  // per parameter: gathered by the model around each use
-  std::vector<bool> gathered_;    // per parameter: holds gathered values now (a view of a broadcast buffer)
   std::vector<bool> whole_;       // per parameter: gathered and not yet released (the same on every rank)
   int64_t gathered_now_ = 0, gathered_peak_ = 0;
   bool in_micro_batch_ = false;
   void count_gathered(int64_t bytes);
   int64_t bytes_of(size_t index) const;
+  // Whether a whole parameter is a view of a broadcast buffer here (not its owner's home on the device).
+  bool holds_copy(size_t index) const;
   std::unordered_map<const void*, size_t> index_;  // TensorImpl -> position in params_
 
   // Prefetch.

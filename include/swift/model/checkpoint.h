@@ -20,7 +20,7 @@ namespace swift::model {
 enum class Placement {
   kDevice,     // on LoadOptions::device, as without a plan
   kHost,       // in CPU RAM (pinned when the device is a GPU): ZeRO-3's offload_param
-  kElsewhere,  // not here: a placeholder (param_sharding.h) with the full shape; its owner has the values
+  kElsewhere,  // not here: a shape-only tensor (param_sharding.h); its owner has the values
 };
 struct ParameterInfo {
   std::string name;

@@ -33,8 +33,8 @@ ParamSharding* param_sharding();
 // A parameter a rank loads without its values (ZeRO-3 loading, LoadOptions::placement): the full shape over
 // one element of storage, so everything that reads shapes (LoRA, the partition, memory estimates) sees the real
 // model while the values stay with their owner. Reading one gives nothing meaningful; writing to one fails.
-at::Tensor placeholder(at::IntArrayRef shape, const at::TensorOptions& options);
-// False for a placeholder (and any tensor whose storage cannot hold all its elements).
+at::Tensor shape_only(at::IntArrayRef shape, const at::TensorOptions& options);
+// False for a shape-only tensor (and any tensor whose storage cannot hold all its elements).
 bool holds_values(const at::Tensor& t);
 
 // Fresh (uninitialised) tensors shaped and typed like `like`, packed into one allocation per dtype with
