@@ -81,7 +81,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--vocab", default="qwen3", help="qwen3 | llama3 | mistral7b (folder in the assets)")
     ap.add_argument("--assets", default=os.environ.get("SWIFT_TOKENIZER_ASSETS",
-                                                       os.path.join(ROOT, "..", "shared", "assets", "tokenizers")))
+                                                       os.path.join(ROOT, "tests", "assets", "tokenizers")))
     ap.add_argument("--mb", type=float, default=4.0)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count())

@@ -10,7 +10,8 @@
 #   3. the training benchmark against transformers + PEFT on a Qwen3-0.6B-shaped model (bench/bench_train.py),
 #      and the serving benchmark (bench/bench_deploy.py) on CUDA.
 #   scripts/gpu_check.sh DEBS_DIR OUT_DIR      (DEBS_DIR from `scripts/offline_deps.sh download DIR`)
-# Every step runs even when an earlier one failed; the summary at the end says which passed.
+# Every step runs even when an earlier one failed; the summary at the end says which passed, and the exit status is
+# 1 when any of them failed (0 only when every check passed).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DEBS="${1:?usage: gpu_check.sh DEBS_DIR OUT_DIR}"
@@ -18,7 +19,13 @@ OUT="${2:?usage: gpu_check.sh DEBS_DIR OUT_DIR}"
 mkdir -p "$OUT"
 cd "$ROOT"
 summary=()
-note() { summary+=("$1"); echo "== $1"; }
+failed=0
+# note LINE [STATUS]: a line of the summary; a non-zero STATUS (or FAILED in the line) marks the check failed.
+note() {
+  summary+=("$1")
+  echo "== $1"
+  if [ "${2:-0}" != 0 ] || [[ "$1" == *FAILED* ]]; then failed=1; fi
+}
 t0=$SECONDS
 # Each later step gets what is left of SWIFT_GPU_BUDGET seconds (the whole script must end inside a lease).
 budget="${SWIFT_GPU_BUDGET:-560}"
@@ -97,7 +104,7 @@ print("lora-cuda memory(GiB)", mem[-1])
 assert worst < 2e-3, worst
 print(f"fp32 losses differ by at most {worst:.2e}; bf16/fp16/amp train")
 P
-[ "$ok_runs" = 1 ] || note "cuda vs cpu: a run failed (cmp_*.log)"
+[ "$ok_runs" = 1 ] || note "cuda vs cpu: a run FAILED (cmp_*.log)"
 # 2b. Two ranks on this one GPU (Gloo, staged through CPU RAM) against one rank, full fine-tuning in fp32.
 ok_runs=1
 dist=(--model "$W/m" --dataset swift/self-cognition#64 --model_name Tiny Tests --model_author Tests Tests
@@ -130,7 +137,7 @@ print("zero3_offload bf16", [round(x, 4) for x in bf16])
 assert len(bf16) == 6 and bf16[-1] < bf16[0]
 print(f"losses within {worst:.1e} of one rank; bf16 trains")
 P
-[ "$ok_runs" = 1 ] || note "2 ranks on one GPU: a run failed (dist_*.log)"
+[ "$ok_runs" = 1 ] || note "2 ranks on one GPU: a run FAILED (dist_*.log)"
 grep -h "holds after the first step\|raised by loading\|offload_param" "$OUT"/dist_zero3*.log | tail -6
 "$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
   --val_dataset swift/self-cognition#2 --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
@@ -139,7 +146,7 @@ grep -h "holds after the first step\|raised by loading\|offload_param" "$OUT"/di
 for i in "${!pids[@]}"; do wait "${pids[$i]}"; done
 for t in cli sft data infer deploy quant rlhf; do
   rc="$(cat "$OUT/e2e_$t.rc" 2>/dev/null || echo none)"
-  note "e2e_$t: rc=$rc $(grep -E '^e2e ' "$OUT/e2e_$t.log" | tail -1)"
+  note "e2e_$t: rc=$rc $(grep -E '^e2e ' "$OUT/e2e_$t.log" | tail -1)" "$rc"
 done
 note "checks done at $((SECONDS - t0)) s"
 
@@ -147,11 +154,12 @@ note "checks done at $((SECONDS - t0)) s"
 PYTHONUNBUFFERED=1 timeout "$(left 60)" python3 bench/bench_train.py --device cuda \
   --tools swift,hf --torch_dtype bfloat16 --sizes 0.6b --batch 8 --max_length 1024 --sums_per_reply 24 \
   --gradient_checkpointing true --rounds 1 --steps 12 --big_steps 12 --threads 8 >"$OUT/bench_train.txt" 2>&1 \
-  && note "bench: ok" || note "bench: rc=$? (bench_train.txt)"
+  && note "bench: ok" || note "bench: FAILED rc=$? (bench_train.txt)"
 tail -12 "$OUT/bench_train.txt"
 PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/bench_deploy.py --swift "$SWIFT" --hidden_size 1024 --layers 16 \
-  --threads 8 --max_tokens 128 >"$OUT/bench_deploy.txt" 2>&1 && note "bench deploy: ok" || note "bench deploy: rc=$?"
+  --threads 8 --max_tokens 128 >"$OUT/bench_deploy.txt" 2>&1 && note "bench deploy: ok" || note "bench deploy: FAILED rc=$?"
 cat "$OUT/bench_deploy.txt"
 echo
 printf '%s\n' "${summary[@]}" | tee "$OUT/summary.txt"
-echo "total $((SECONDS - t0)) s"
+echo "total $((SECONDS - t0)) s; $([ "$failed" = 0 ] && echo "every check passed" || echo "a check FAILED")"
+exit "$failed"

@@ -4,6 +4,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 PY="${SWIFT_TEST_PYTHON:-python3}"
+source "$ROOT/tests/reference.sh"
+# need_python MODULE...: the suite's checks import these in $PY; without them it is skipped (skip_suite).
+need_python() {
+  local imports
+  imports="$(IFS=,; echo "$*")"
+  "$PY" -c "import $imports" 2>/dev/null || skip_suite "no Python with $* at $PY (run scripts/setup.sh --tests)"
+}
 pass=0 fail=0
 ok() { pass=$((pass+1)); }
 bad() { fail=$((fail+1)); echo "FAIL $*"; }

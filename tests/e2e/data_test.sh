@@ -7,6 +7,7 @@
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json
 same_losses() {  # same_losses LOG_A LOG_B: identical loss/eval_loss rows (same steps, bit for bit)
   "$PY" - "$1" "$2" <<'P'
 import json, sys

@@ -7,6 +7,8 @@ SWIFT="$1"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PY="${SWIFT_TEST_PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$PY" ] || PY=python3
+source "$ROOT/tests/reference.sh"
+"$PY" -c 'import json' 2>/dev/null || skip_suite "no Python at $PY (run scripts/setup.sh --tests)"
 TMP="$(mktemp -d)"
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"; }

@@ -4,6 +4,7 @@
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json
 
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 7 --output_dir "$TMP/m" 2>/dev/null || { echo "FAIL export"; exit 1; }
 M="$TMP/m"

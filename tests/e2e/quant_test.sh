@@ -9,6 +9,7 @@
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json safetensors numpy
 
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --output_dir "$TMP/base" >/dev/null 2>&1 \
   || { echo "FAIL export"; exit 1; }

@@ -12,6 +12,7 @@
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json safetensors tensorboard torch transformers
 
 printf '%s\n' '{"query": "who are you?"}' '{"query": "What is your name?"}' '{"query": "Who made you?"}' \
   '{"query": "你是谁？"}' '{"query": "Introduce yourself."}' '{"query": "Who developed you?"}' > "$TMP/ask.jsonl"

@@ -13,6 +13,7 @@
 
 #include "swift/core/error.h"
 #include "test_util.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using swift::DataError;
@@ -248,7 +249,7 @@ TEST(ParseByteSize, RejectsNonsenseNamingTheFlag) {
 TEST_F(SafetensorsFolderTest, MatchesHuggingFaceHubByteForByte) {
   const std::string python = reference_python();
   if (std::system((python + " -c 'import huggingface_hub, safetensors.torch' >/dev/null 2>&1").c_str()) != 0)
-    GTEST_SKIP() << python << " cannot import huggingface_hub and safetensors; run scripts/setup.sh --tests";
+    SWIFT_REFERENCE_MISSING(python << " cannot import huggingface_hub and safetensors; run scripts/setup.sh --tests");
 
   std::string specs;  // name:dtype:d0xd1 per tensor, in state-dict order
   for (const auto& spec : kSpecs) {

@@ -13,6 +13,7 @@
 
 #include "swift/core/error.h"
 #include "test_util.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using swift::DataError;
@@ -369,7 +370,7 @@ class ReferenceParityTest : public SafetensorsTest {
   void SetUp() override {
     python_ = reference_python();
     if (!python_has(python_, "safetensors.torch"))
-      GTEST_SKIP() << python_ << " cannot import safetensors.torch; run scripts/setup.sh --tests for parity checks";
+      SWIFT_REFERENCE_MISSING(python_ << " cannot import safetensors.torch; run scripts/setup.sh --tests for parity checks");
   }
   std::string python_;
 };

@@ -15,6 +15,7 @@
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
 #include "test_util.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using namespace swift;
@@ -52,7 +53,7 @@ class ParityTest : public ::testing::Test {
  protected:
   void SetUp() override {
     cases_ = cases_or_skip();
-    if (cases_.empty()) GTEST_SKIP() << skip_reason();
+    if (cases_.empty()) SWIFT_REFERENCE_MISSING(skip_reason());
   }
   std::vector<std::string> cases_;
 };

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # CTest fixture: builds the transformers reference models into $1 (see make_reference.py). Without a Python
 # that has torch + transformers it writes SKIPPED with the reason, which the parity tests report; in CI
-# (CI=true) that is a failure, since scripts/setup.sh --tests installs them.
+# (CI=true) that is a failure, since scripts/setup.sh --tests installs them (tests/reference.sh).
 set -euo pipefail
 out="$1"
 py="${SWIFT_TEST_PYTHON:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../reference.sh"
 rm -rf "$out"
 mkdir -p "$out"
 if ! "$py" -c 'import torch, transformers, safetensors' 2>/dev/null; then
-  reason="no Python with torch+transformers+safetensors at $py (run scripts/setup.sh --tests)"
-  echo "$reason" > "$out/SKIPPED"
-  echo "parity reference: SKIPPED: $reason"
-  if [ "${CI:-}" = "true" ]; then exit 1; fi
+  reference_missing "$out" "no Python with torch+transformers+safetensors at $py (run scripts/setup.sh --tests)"
   exit 0
 fi
 "$py" "$here/make_reference.py" "$out" 2>&1 | grep -v -E "Loading weights|Writing model shards" || true
@@ -22,18 +20,12 @@ if "$py" -c 'import bitsandbytes' 2>/dev/null; then
   "$py" "$here/make_bnb_reference.py" "$out/bnb" 2>&1 | grep -v -E "Loading weights|Writing model shards|kernels" || true
   test -f "$out/bnb/manifest.json"
 else
-  mkdir -p "$out/bnb"
-  echo "no bitsandbytes in $py (run scripts/setup.sh --tests)" > "$out/bnb/SKIPPED"
-  echo "bitsandbytes reference: SKIPPED"
-  if [ "${CI:-}" = "true" ]; then exit 1; fi
+  reference_missing "$out/bnb" "no bitsandbytes in $py (run scripts/setup.sh --tests)"
 fi
 # ms-swift's and TRL's preference trainers (the swift rlhf reference) into $out/rlhf; skipped visibly without them.
 if "$py" -c 'import trl, swift.rlhf_trainers' 2>/dev/null; then
   "$py" "$here/make_rlhf_reference.py" "$out/rlhf" 2>&1 | grep -v -E "Loading weights|Writing model shards|kernels" || true
   test -f "$out/rlhf/manifest.json"
 else
-  mkdir -p "$out/rlhf"
-  echo "no trl + ms-swift in $py (run scripts/setup.sh --tests)" > "$out/rlhf/SKIPPED"
-  echo "preference-loss reference: SKIPPED"
-  if [ "${CI:-}" = "true" ]; then exit 1; fi
+  reference_missing "$out/rlhf" "no trl + ms-swift in $py (run scripts/setup.sh --tests)"
 fi

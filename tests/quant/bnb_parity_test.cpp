@@ -20,6 +20,7 @@
 #include "swift/quant/int8_weight.h"
 #include "swift/quant/quantized_linear.h"
 #include "test_util.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using namespace swift;
@@ -42,7 +43,7 @@ std::string skip_reason() {
 class BnbParity : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (bnb_dir().empty() || !fs::exists(bnb_dir() / "manifest.json")) GTEST_SKIP() << skip_reason();
+    if (bnb_dir().empty() || !fs::exists(bnb_dir() / "manifest.json")) SWIFT_REFERENCE_MISSING(skip_reason());
     ref_ = io::SafetensorsFile::open(bnb_dir() / "tensors.safetensors");
     cases_ = io::read_json_file(bnb_dir() / "manifest.json").at("cases").get<std::vector<std::string>>();
   }

@@ -16,6 +16,7 @@
 #include "swift/quant/quantized_linear.h"
 #include "swift/recipes/quant_flags.h"
 #include "test_util.h"
+#include "skip.h"
 
 namespace swift::quant {
 namespace {
@@ -232,7 +233,7 @@ namespace {
 
 // The fused CUDA dequantization (builds with SWIFT_WITH_CUDA_KERNELS) against the CPU path: the same values.
 TEST(QuantizedCuda, DequantizeOnTheGpuEqualsTheCpu) {
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device: the GPU path is checked by scripts/gpu_check.sh";
+  SWIFT_REQUIRE_GPU_OR_SKIP(torch::cuda::is_available(), "no CUDA device: the GPU path is checked by scripts/gpu_check.sh");
   at::manual_seed(3);
   for (const auto type : {FourBitType::kNF4, FourBitType::kFP4}) {
     for (const bool nested : {false, true}) {

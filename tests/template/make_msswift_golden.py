@@ -4,7 +4,7 @@ templates and loss rules below, the reference for tests/template/template_test.c
 (ms-swift is not a test dependency):
 
   .venv/bin/pip install --no-deps ms-swift && .venv/bin/pip install pillow datasets modelscope peft json_repair
-  .venv/bin/python tests/template/make_msswift_golden.py /work/shared/assets/tokenizers tests/template/msswift_golden.json
+  .venv/bin/python tests/template/make_msswift_golden.py tests/assets/tokenizers tests/template/msswift_golden.json
 
 ms-swift's get_template wants a model's model_info/model_meta on the tokenizer; a stub stands in for them (a
 text-only causal LM), which is all the template code reads.

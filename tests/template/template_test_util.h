@@ -21,11 +21,8 @@ namespace swift::templates::test {
 
 namespace fs = std::filesystem;
 
-// Real tokenizer folders (qwen3, llama3, mistral7b): $SWIFT_TOKENIZER_ASSETS or ../shared/assets/tokenizers.
-inline fs::path assets_dir() {
-  if (const char* env = std::getenv("SWIFT_TOKENIZER_ASSETS")) return env;
-  return fs::path(SWIFT_SOURCE_DIR) / ".." / "shared" / "assets" / "tokenizers";
-}
+// Real tokenizer folders (qwen3, llama3, mistral7b), vendored with their licences in tests/assets/tokenizers.
+inline fs::path assets_dir() { return fs::path(SWIFT_SOURCE_DIR) / "tests" / "assets" / "tokenizers"; }
 
 // The tokenizer of assets/<name>, loaded once per test binary.
 inline const tokenizer::Tokenizer& real_tokenizer(const std::string& name) {

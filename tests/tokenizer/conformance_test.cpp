@@ -6,6 +6,7 @@
 #include "swift/tokenizer/tokenizer.h"
 #include "swift/tokenizer/unicode.h"
 #include "tokenizer_test_util.h"
+#include "skip.h"
 
 namespace swift::tokenizer::test {
 namespace {
@@ -34,11 +35,11 @@ class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     fs::path ref = reference_dir();
-    if (ref.empty()) GTEST_SKIP() << "SWIFT_TOKENIZER_REF_DIR is not set (run through ctest)";
-    if (fs::exists(ref / "SKIPPED")) GTEST_SKIP() << "reference skipped: " << read_file(ref / "SKIPPED");
+    if (ref.empty()) SWIFT_REFERENCE_MISSING("SWIFT_TOKENIZER_REF_DIR is not set (run through ctest)");
+    if (fs::exists(ref / "SKIPPED")) SWIFT_REFERENCE_MISSING("reference skipped: " << read_file(ref / "SKIPPED"));
     fs::path folder = assets_dir() / GetParam();
-    if (!fs::exists(folder / "tokenizer.json")) GTEST_SKIP() << "no tokenizer assets at " << folder.string();
-    if (!fs::exists(ref / (GetParam() + ".json"))) GTEST_SKIP() << "no reference for " << GetParam();
+    ASSERT_TRUE(fs::exists(folder / "tokenizer.json")) << "no tokenizer assets at " << folder.string();
+    if (!fs::exists(ref / (GetParam() + ".json"))) SWIFT_REFERENCE_MISSING("no reference for " << GetParam());
     tok_ = Tokenizer::load(folder);
     auto ref_json = nlohmann::json::parse(read_file(ref / (GetParam() + ".json")));
     cases_ = ref_json["cases"];

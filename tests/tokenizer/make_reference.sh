@@ -1,20 +1,18 @@
 #!/usr/bin/env bash
 # CTest fixture: writes the tokenizer references into $1 (see make_reference.py). Without a Python that has
 # Hugging Face `tokenizers` it writes SKIPPED with the reason, which the conformance tests report; in CI
-# (CI=true) that is a failure, since scripts/setup.sh --tests installs it.
-#   make_reference.sh OUT_DIR DEFAULT_ASSETS_DIR   ($SWIFT_TOKENIZER_ASSETS, when set, wins)
+# (CI=true) that is a failure, since scripts/setup.sh --tests installs it (tests/reference.sh).
+#   make_reference.sh OUT_DIR ASSETS_DIR   (the vendored tests/assets/tokenizers)
 set -euo pipefail
 out="$1"
-assets="${SWIFT_TOKENIZER_ASSETS:-$2}"
+assets="$2"
 py="${SWIFT_TEST_PYTHON:-python3}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+source "$here/../reference.sh"
 rm -rf "$out"
 mkdir -p "$out"
 if ! "$py" -c 'import tokenizers' 2>/dev/null; then
-  reason="no Python with the tokenizers package at $py (run scripts/setup.sh --tests)"
-  echo "$reason" > "$out/SKIPPED"
-  echo "tokenizer reference: SKIPPED: $reason"
-  if [ "${CI:-}" = "true" ]; then exit 1; fi
+  reference_missing "$out" "no Python with the tokenizers package at $py (run scripts/setup.sh --tests)"
   exit 0
 fi
 "$py" "$here/make_reference.py" "$out" "$assets" "$here/hard_strings.jsonl"

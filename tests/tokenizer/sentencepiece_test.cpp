@@ -10,6 +10,7 @@
 #include "swift/tokenizer/tokenizer.h"
 #include "swift/tokenizer/unicode.h"
 #include "tokenizer_test_util.h"
+#include "skip.h"
 
 namespace swift::tokenizer {
 namespace {
@@ -20,10 +21,10 @@ class SentencePieceConformance : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     fs::path ref = test::reference_dir();
-    if (ref.empty()) GTEST_SKIP() << "SWIFT_TOKENIZER_REF_DIR is not set (run through ctest)";
-    if (fs::exists(ref / "SKIPPED")) GTEST_SKIP() << "reference skipped: " << test::read_file(ref / "SKIPPED");
+    if (ref.empty()) SWIFT_REFERENCE_MISSING("SWIFT_TOKENIZER_REF_DIR is not set (run through ctest)");
+    if (fs::exists(ref / "SKIPPED")) SWIFT_REFERENCE_MISSING("reference skipped: " << test::read_file(ref / "SKIPPED"));
     if (!fs::exists(ref / (GetParam() + ".json"))) {
-      GTEST_SKIP() << "no " << GetParam() << " reference (the Python lacks the sentencepiece package)";
+      SWIFT_REFERENCE_MISSING("no " << GetParam() << " reference (the Python lacks the sentencepiece package)");
     }
     tok_ = Tokenizer::load(ref / GetParam());  // a folder with only tokenizer.model
     cases_ = nlohmann::json::parse(test::read_file(ref / (GetParam() + ".json")))["cases"];

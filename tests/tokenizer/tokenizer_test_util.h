@@ -46,11 +46,8 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-// Real tokenizer folders (qwen3, llama3, mistral7b): $SWIFT_TOKENIZER_ASSETS or ../shared/assets/tokenizers.
-inline fs::path assets_dir() {
-  if (const char* env = std::getenv("SWIFT_TOKENIZER_ASSETS")) return env;
-  return fs::path(SWIFT_SOURCE_DIR) / ".." / "shared" / "assets" / "tokenizers";
-}
+// Real tokenizer folders (qwen3, llama3, mistral7b), vendored with their licences in tests/assets/tokenizers.
+inline fs::path assets_dir() { return fs::path(SWIFT_SOURCE_DIR) / "tests" / "assets" / "tokenizers"; }
 
 // Where make_reference.sh wrote the Python references ($SWIFT_TOKENIZER_REF_DIR).
 inline fs::path reference_dir() {

@@ -13,6 +13,7 @@
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
 #include "swift/train/preference_loss.h"
+#include "skip.h"
 
 namespace fs = std::filesystem;
 using namespace swift;
@@ -92,7 +93,7 @@ train::PreferenceOutput swift_kto(model::CausalLM& policy, model::CausalLM& refe
 }  // namespace
 
 TEST(PreferenceParity, LossesAndMetricsAreMsSwiftAndTrls) {
-  if (rlhf_dir().empty() || !fs::exists(rlhf_dir() / "manifest.json")) GTEST_SKIP() << skip_reason();
+  if (rlhf_dir().empty() || !fs::exists(rlhf_dir() / "manifest.json")) SWIFT_REFERENCE_MISSING(skip_reason());
   const auto manifest = io::read_json_file(rlhf_dir() / "manifest.json");
   model::LoadOptions load;
   load.dtype = at::kFloat;
