@@ -13,14 +13,14 @@
 
 #include "swift/core/device.h"
 #include "swift/core/error.h"
-#include "swift/dist/env.h"
-#include "swift/dist/launcher.h"
-#include "swift/dist/process_group.h"
+#include "swift/distributed/env.h"
+#include "swift/distributed/launcher.h"
+#include "swift/distributed/process_group.h"
 
 int main(int argc, char** argv) {
   try {
-    if (auto plan = swift::dist::launch_plan(swift::dist::process_env(), std::thread::hardware_concurrency()))
-      return swift::dist::run_local_ranks(*plan, std::vector<std::string>(argv, argv + argc));
+    if (auto plan = swift::distributed::launch_plan(swift::distributed::process_env(), std::thread::hardware_concurrency()))
+      return swift::distributed::run_local_ranks(*plan, std::vector<std::string>(argv, argv + argc));
     std::string device_spec = "cpu";
     double max_mb = 64;
     int iters = 20;
@@ -29,14 +29,14 @@ int main(int argc, char** argv) {
       else if (!std::strcmp(argv[i], "--max_mb")) max_mb = std::atof(argv[i + 1]);
       else if (!std::strcmp(argv[i], "--iters")) iters = std::atoi(argv[i + 1]);
     }
-    const auto env = swift::dist::read_dist_env();
+    const auto env = swift::distributed::read_dist_env();
     if (!env.distributed()) {
       std::fprintf(stderr, "run it with NPROC_PER_NODE=2 (or more), or under torchrun/srun\n");
       return 2;
     }
     c10::Device device = swift::parse_device(device_spec);
     if (device.is_cuda()) device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(env.local_rank));
-    auto group = swift::dist::ProcessGroup::connect(env, device, {});
+    auto group = swift::distributed::ProcessGroup::connect(env, device, {});
     const int n = group->world_size();
     if (group->rank() == 0)
       std::printf("all-reduce (sum, fp32) over %d ranks, %s, %d iterations per size\n%12s %12s %14s %14s\n", n,

@@ -8,7 +8,8 @@ ms-swift must be importable from this Python (see bench/bench_train.py). Measure
 logging.jsonl each writes (--logging_steps 1): the step time of optimizer steps 2..N, and
   pair tokens/s = batch * mean tokens per pair (chosen + rejected under the qwen3 template) / step time
 (sft: batch * mean tokens of the chosen conversation / step time). Rounds alternate the tools; the best round of
-each counts. Printed ratios:
+each counts. --baseline_swift OLD_BINARY adds the same three runs through another swift build, for before/after
+comparisons of swift itself (printed as the ratio of their step times). Printed ratios:
   ms-swift / swift     DPO step time, the speed-up
   swift dpo / cpo      what the reference forward costs (LoRA: the base model with the adapter off); it must stay
                        well under 2x
@@ -24,7 +25,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_train import GNU_TIME, ROOT, SIZES, TOKENIZER_DIR, make_model, read_log  # noqa: E402
+from bench_train import GNU_TIME, ROOT, SIZES, SWIFT_BINARIES, TOKENIZER_DIR, make_model, read_log  # noqa: E402
 
 
 def make_pairs(path, rows):
@@ -62,8 +63,8 @@ def run(tool, command, method, model, train_type, steps, data, out, threads, bat
         "--gradient_accumulation_steps", "1", "--logging_steps", "1", "--save_steps", "1000", "--max_length", "512",
         "--learning_rate", "1e-5", "--gradient_checkpointing", "true", "--torch_dtype", "float32", "--seed", "0",
         "--lora_dropout", "0", "--split_dataset_ratio", "0"]
-    if tool == "swift":
-        cmd = [os.path.join(ROOT, "build", "bin", "swift")] + args + ["--device", "cpu", "--num_threads", str(threads)]
+    if tool in ("swift", "swift-baseline"):
+        cmd = [SWIFT_BINARIES[tool]] + args + ["--device", "cpu", "--num_threads", str(threads)]
     else:
         cmd = [os.path.join(os.path.dirname(sys.executable), "swift")] + args + [
             "--model_type", "qwen3", "--use_hf", "true", "--dataloader_num_workers", "0", "--dataset_num_proc", "1",
@@ -87,7 +88,10 @@ def main():
     ap.add_argument("--size", default="25m", choices=sorted(SIZES))
     ap.add_argument("--train_type", default="lora", choices=["lora", "full"])
     ap.add_argument("--tools", default="swift,ms-swift")
+    ap.add_argument("--swift", default=SWIFT_BINARIES["swift"], help="the swift binary measured")
+    ap.add_argument("--baseline_swift", default=None, help="another swift build: its dpo, cpo and sft runs beside")
     a = ap.parse_args()
+    SWIFT_BINARIES.update({"swift": a.swift, "swift-baseline": a.baseline_swift})
     tools = a.tools.split(",")
     work = tempfile.mkdtemp(prefix="bench_rlhf_")
     model = os.path.join(work, "model")
@@ -99,6 +103,8 @@ def main():
     runs = [("swift", "rlhf", "dpo"), ("swift", "rlhf", "cpo"), ("swift", "sft", None)]
     if "ms-swift" in tools:
         runs.insert(1, ("ms-swift", "rlhf", "dpo"))
+    if a.baseline_swift:
+        runs += [("swift-baseline", "rlhf", "dpo"), ("swift-baseline", "rlhf", "cpo"), ("swift-baseline", "sft", None)]
     best = {}
     for r in range(a.rounds):
         for tool, command, method in (runs if r % 2 == 0 else runs[::-1]):
@@ -117,6 +123,12 @@ def main():
         print(f"  DPO step: ms-swift {ms['step_s']:.3f} s, swift {dpo:.3f} s -> swift {ms['step_s'] / dpo:.2f}x as fast; "
               f"peak RSS {best['swift dpo']['peak_mb']:.0f} MB vs {ms['peak_mb']:.0f} MB "
               f"({best['swift dpo']['peak_mb'] / ms['peak_mb']:.2f}x)")
+    if a.baseline_swift:
+        for what in ("dpo", "cpo", "sft"):
+            new, old = best[f"swift {what}"], best[f"swift-baseline {what}"]
+            print(f"  {what} step: this build {new['step_s']:.3f} s, baseline {old['step_s']:.3f} s -> "
+                  f"{old['step_s'] / new['step_s']:.2f}x as fast; peak RSS {new['peak_mb']:.0f} MB vs "
+                  f"{old['peak_mb']:.0f} MB ({new['peak_mb'] / old['peak_mb']:.2f}x)")
     print(f"  swift DPO / CPO step (the reference forward): {dpo / best['swift cpo']['step_s']:.2f}x")
     print(f"  swift DPO / SFT step (chosen replies only): {dpo / best['swift sft']['step_s']:.2f}x")
 

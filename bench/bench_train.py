@@ -22,6 +22,11 @@ HF Trainer job ms-swift runs, same hyper-parameters), and memory is each tool's 
     python3 bench/bench_train.py --device cuda --tools swift,hf --torch_dtype bfloat16 --sizes 0.6b \
         --batch 8 --max_length 1024 --sums_per_reply 24 --gradient_checkpointing true --rounds 1
 
+Before/after a change to swift itself: --baseline_swift OLD_BINARY adds the tool "swift-baseline" (the same flags
+through another build) and makes it the baseline when neither ms-swift nor hf is among --tools:
+
+    .venv/bin/python bench/bench_train.py --tools swift,swift-baseline --baseline_swift /path/to/old/swift
+
 --tools adds "swift-jemalloc-defaults": the same swift binary with MALLOC_CONF restoring jemalloc's own decay and
 oversize settings, which measures what the binary's built-in allocator settings (apps/swift/jemalloc_config.cpp) buy.
 
@@ -125,6 +130,15 @@ def read_peak_gib(run_root):
     return max(json.loads(line).get("memory(GiB)", 0.0) for line in open(logs[0]))
 
 
+# The swift binaries the tools run: "swift" (and "swift-jemalloc-defaults") this build's, "swift-baseline" another
+# build's (--baseline_swift), for before/after comparisons.
+SWIFT_BINARIES = {"swift": os.path.join(ROOT, "build", "bin", "swift"), "swift-baseline": None}
+
+
+def swift_binary(tool):
+    return SWIFT_BINARIES["swift-baseline" if tool == "swift-baseline" else "swift"]
+
+
 def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extra=(), device="cpu", template="qwen3"):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), HF_HUB_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", MODELSCOPE_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
@@ -136,7 +150,7 @@ def run_tool(tool, model, train_type, steps, data, out, threads, common, ms_extr
             "--max_steps", str(steps), "--output_dir", out] + common
     result_json = os.path.join(out + "-hf.json")
     if tool.startswith("swift"):
-        cmd = [os.path.join(ROOT, "build", "bin", "swift")] + args + ["--device", device]
+        cmd = [swift_binary(tool)] + args + ["--device", device]
     elif tool == "hf":  # transformers + PEFT written out (bench/hf_sft.py), where ms-swift is not installed
         flag = dict(zip(common[::2], common[1::2]))
         cmd = [sys.executable, os.path.join(ROOT, "bench", "hf_sft.py"), "--model", model, "--data", data,
@@ -197,14 +211,19 @@ def main():
     ap.add_argument("--gradient_checkpointing", choices=["true", "false"], default="false")
     ap.add_argument("--ms_extra", default="", help="extra flags for ms-swift only, e.g. '--use_logits_to_keep false' "
                     "(ms-swift's default computes the LM head only from the first label position on; swift on all)")
+    ap.add_argument("--swift", default=SWIFT_BINARIES["swift"], help="the swift binary measured")
+    ap.add_argument("--baseline_swift", default=None, help="another swift build, run as the tool swift-baseline")
     args = ap.parse_args()
+    SWIFT_BINARIES.update({"swift": args.swift, "swift-baseline": args.baseline_swift})
     common = ["--per_device_train_batch_size", str(args.batch), "--gradient_accumulation_steps", "1",
               "--max_length", str(args.max_length), "--learning_rate", "1e-4", "--logging_steps", "1",
               "--save_steps", "1000", "--torch_dtype", args.torch_dtype,
               "--gradient_checkpointing", args.gradient_checkpointing, "--save_only_model", "true"]
     tools = args.tools.split(",")
-    baseline = "ms-swift" if "ms-swift" in tools else "hf" if "hf" in tools else None
-    assert baseline, "--tools needs ms-swift or hf as the baseline"
+    baseline = ("ms-swift" if "ms-swift" in tools else "hf" if "hf" in tools
+                else "swift-baseline" if "swift-baseline" in tools else None)
+    assert baseline, "--tools needs ms-swift, hf or swift-baseline as the baseline"
+    assert "swift-baseline" not in tools or args.baseline_swift, "--tools swift-baseline needs --baseline_swift"
     import torch
     import transformers
     ms_version = "not used"
@@ -251,22 +270,23 @@ def main():
               f"({n_body / 1e6:.1f}M without the tied 151936-token embedding), "
               f"{args.steps if size in ('25m', 'small') else args.big_steps} steps")
     memory = "GPU MB" if args.device == "cuda" else "MB"
-    print(f"{'model':<7}{'type':<6}{'swift tok/s':>13}{baseline + ' tok/s':>16}{'ratio':>8}"
-          f"{'swift ' + memory:>14}{baseline + ' ' + memory:>16}{'ratio':>8}")
+    w = max(16, len(baseline) + 8)  # the baseline's columns
+    print(f"{'model':<7}{'type':<6}{'swift tok/s':>13}{baseline + ' tok/s':>{w}}{'ratio':>8}"
+          f"{'swift ' + memory:>14}{baseline + ' ' + memory:>{w}}{'ratio':>8}")
     for size in args.sizes.split(","):
         for train_type in args.types.split(","):
             m = results.get((size, train_type, baseline))
-            for tool in [t for t in tools if t not in ("ms-swift", "hf")]:
+            for tool in [t for t in tools if t not in ("ms-swift", "hf", baseline)]:
                 s = results[(size, train_type, tool)]
                 st = args.batch * mean_len / min(x["step_s"] for x in s)
                 sm = min(x["peak_mb"] for x in s)
                 label = train_type if tool == "swift" else f"{train_type} ({tool})"
                 if m is None:
-                    print(f"{size:<7}{label:<6}{st:>13.1f}{'-':>16}{'-':>8}{sm:>14.0f}{'-':>16}{'-':>8}")
+                    print(f"{size:<7}{label:<6}{st:>13.1f}{'-':>{w}}{'-':>8}{sm:>14.0f}{'-':>{w}}{'-':>8}")
                     continue
                 mt = args.batch * mean_len / min(x["step_s"] for x in m)
                 mm = min(x["peak_mb"] for x in m)
-                print(f"{size:<7}{label:<6}{st:>13.1f}{mt:>16.1f}{st / mt:>7.2f}x{sm:>14.0f}{mm:>16.0f}"
+                print(f"{size:<7}{label:<6}{st:>13.1f}{mt:>{w}.1f}{st / mt:>7.2f}x{sm:>14.0f}{mm:>{w}.0f}"
                       f"{sm / mm:>7.2f}x")
     print(f"ratios: swift / {baseline} (tokens/s: higher is better for swift; memory: lower is better for swift)")
     print("commands (last round):")

@@ -69,4 +69,19 @@ model::CausalLM random_model(const nlohmann::json& config, uint64_t seed, c10::S
   return m;
 }
 
+std::vector<data::Example> half_prompt_examples(const std::vector<int64_t>& lengths, uint64_t seed) {
+  std::vector<data::Example> out;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
+  for (int64_t len : lengths) {
+    data::Example e;
+    auto ids = at::randint(0, 128, {len}, gen, at::TensorOptions().dtype(at::kLong));
+    for (int64_t i = 0; i < len; ++i) {
+      e.input_ids.push_back(ids[i].item<int64_t>());
+      e.labels.push_back(i < len / 2 ? -100 : e.input_ids.back());
+    }
+    out.push_back(e);
+  }
+  return out;
+}
+
 }  // namespace swift::test

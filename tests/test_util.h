@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "swift/data/example.h"
 #include "swift/model/decoder.h"
 
 namespace swift::test {
@@ -36,5 +38,9 @@ nlohmann::json tiny_config(const std::string& family);
 // A tiny model with random weights (norms and biases perturbed too, so every parameter matters).
 model::CausalLM random_model(const nlohmann::json& config, uint64_t seed = 0,
                              c10::ScalarType dtype = c10::kFloat);
+
+// Training examples of random tokens (vocabulary 128), one per length, whose first half carries no loss (a prompt)
+// and whose second half does (the reply): the same examples for the same lengths and seed.
+std::vector<data::Example> half_prompt_examples(const std::vector<int64_t>& lengths, uint64_t seed = 3);
 
 }  // namespace swift::test

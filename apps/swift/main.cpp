@@ -13,7 +13,7 @@
 
 #include "swift/cli/flags.h"
 #include "swift/core/error.h"
-#include "swift/dist/launcher.h"
+#include "swift/distributed/launcher.h"
 #include "swift/recipes/commands.h"
 
 
@@ -51,9 +51,9 @@ int run(int argc, char** argv) {
       return 0;
     }
     if (kLaunchableCommands.count(c.name) > 0) {
-      const auto plan = swift::dist::launch_plan(swift::dist::process_env(),
+      const auto plan = swift::distributed::launch_plan(swift::distributed::process_env(),
                                                    static_cast<int>(std::thread::hardware_concurrency()));
-      if (plan) return swift::dist::run_local_ranks(*plan, std::vector<std::string>(argv, argv + argc));
+      if (plan) return swift::distributed::run_local_ranks(*plan, std::vector<std::string>(argv, argv + argc));
     }
     return c.run(rest);
   }

@@ -183,6 +183,8 @@ const FlagSpec& Flags::spec(const std::string& name) const {
   return *s;
 }
 
+bool Flags::declared(const std::string& name) const { return find_spec(specs_, name) != nullptr; }
+
 std::string Flags::where(const std::string& name) const {
   auto it = origin_.find(name);
   return "--" + name + (it != origin_.end() && !it->second.empty() ? " (from " + it->second + ")" : "");

@@ -16,8 +16,6 @@
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/init_weights.h"
 #include "swift/model/param_sharding.h"
-#include "swift/quant/bnb_tensors.h"
-#include "swift/quant/quantized_linear.h"
 
 namespace fs = std::filesystem;
 
@@ -80,14 +78,14 @@ void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10:
 
 // where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere parameter is checked
 // against the files but not read.
-void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<quant::QuantConfig>& quantization,
-                      bool prequantized, c10::Device device, const std::vector<Placement>& where) {
+void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantizer* quantizer, c10::Device device,
+                      const std::vector<Placement>& where) {
   auto weights = io::SafetensorsFolder::open(dir);
   torch::NoGradGuard no_grad;
   std::vector<std::string> missing, misshapen, unexpected;
   std::set<std::string> used;
-  if (quantization)
-    quant::load_quantized_linears(model, weights, *quantization, prequantized, device, dir.string(), used);
+  if (quantizer) quantizer->load(model, weights, device, dir.string(), used);
+  const bool prequantized = quantizer && quantizer->prequantized();
   size_t index = 0;
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
@@ -113,7 +111,7 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<
     if (used.count(name)) continue;
     if (name == "lm_head.weight" && model->config().tie_word_embeddings) continue;  // tied: the embedding serves
     if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // a buffer old checkpoints saved
-    if (prequantized && quant::is_quant_state_key(name)) {  // statistics of a layer llm_int8_skip_modules kept?
+    if (prequantized && quantizer->is_state_key(name)) {  // statistics of a layer llm_int8_skip_modules kept?
       unexpected.push_back(name + " (quantization statistics of a layer this model does not quantize)");
       continue;
     }
@@ -132,62 +130,51 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const std::optional<
 
 }  // namespace
 
+c10::ScalarType load_dtype(const ModelConfig& config, const LoadOptions& options, const fs::path& dir) {
+  if (options.dtype) return *options.dtype;
+  return parse_dtype(config.torch_dtype, dir.string() + "/config.json torch_dtype").value_or(c10::kFloat);
+}
+
 CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
   return with_context("loading model " + dir.string(), [&] {
     ModelConfig config = load_model_config(dir);
-    c10::ScalarType dtype = options.dtype.value_or(c10::kFloat);
-    if (!options.dtype) {
-      auto parsed = parse_dtype(config.torch_dtype, dir.string() + "/config.json torch_dtype");
-      dtype = parsed.value_or(c10::kFloat);
-    }
+    const c10::ScalarType dtype = load_dtype(config, options, dir);
     config.torch_dtype = dtype_name(dtype);
     const bool has_weights = io::SafetensorsFolder::has_weights(dir);
     SWIFT_CHECK(has_weights || !options.init_strategy.empty(), DataError,
                 "no *.safetensors weights in " + dir.string(),
                 "pass --init_strategy normal (or " + init_strategies() +
                     ") to start from random weights, or point --model at a folder with weights");
-    // A folder saved quantized loads quantized; otherwise --quant_method asks for it.
-    const auto prequantized = quant::read_quantization_config(config.raw, (dir / "config.json").string());
-    std::optional<quant::QuantConfig> quantization = prequantized ? prequantized : options.quantize;
-    // The compute dtype: the model's (activations') dtype unless --bnb_4bit_compute_dtype says otherwise; for a saved
-    // folder always the activations' dtype, since bitsandbytes itself computes float32 and bfloat16 inputs in their
-    // own dtype whatever bnb_4bit_compute_dtype says.
-    if (quantization && (prequantized || !quantization->compute_dtype)) quantization->compute_dtype = dtype;
-    if (prequantized && options.quantize)
-      log_info(dir.string(), " is saved quantized (bitsandbytes ", prequantized->bits,
-               "-bit): loading it as it is; the --quant_* flags have no effect");
+    const LinearQuantizer* quantizer = options.quantizer.get();
+    SWIFT_ASSERT(quantizer || !config.raw.contains("quantization_config"),
+                 "a folder saved quantized is loaded through quant::load_model");
     // Saved again (export, checkpoints), the folder says how it is quantized, as transformers writes it.
-    if (quantization && !prequantized) config.raw["quantization_config"] = quant::quantization_config_json(*quantization);
+    if (quantizer && !quantizer->prequantized()) config.raw["quantization_config"] = quantizer->config_json();
     // Parameters are allocated on the target device and filled straight from the mapped files. With quantization
     // they are allocated on the CPU first: the decoder layers' weights are never written there (each is quantized
     // on the device from the file), so their pages cost nothing; the rest moves to the device after.
     // A placement plan (ZeRO-3) likewise builds on the CPU and then gives each parameter its own storage, so the
     // tensors this rank does not own are never written anywhere.
-    const bool planned = options.placement && !quantization;
-    const c10::Device build_on = quantization || planned ? c10::Device(c10::kCPU) : options.device;
+    const bool planned = options.placement && !quantizer;
+    const c10::Device build_on = quantizer || planned ? c10::Device(c10::kCPU) : options.device;
     CausalLM model(config, at::TensorOptions().dtype(dtype).device(build_on));
     std::vector<Placement> where;
     if (planned) where = plan_placement(model, options.placement);
     if (has_weights) {
       if (planned) place_parameters(model, where, options.device, /*with_values=*/false);
-      fill_from_folder(model, dir, quantization, prequantized.has_value(), options.device, where);
+      fill_from_folder(model, dir, quantizer, options.device, where);
       log_debug("loaded ", count_parameters(model), " parameters from ", dir.string());
     } else {
       init_weights(model, options.init_strategy, options.seed);  // the whole model: the same values on every rank
       log_info("no weights in ", dir.string(), ": initialised with --init_strategy ", options.init_strategy,
                " (seed ", options.seed, ")");
       if (planned) place_parameters(model, where, options.device, /*with_values=*/true);
-      if (quantization) quant::quantize_model(model, *quantization);
+      if (quantizer) quantizer->quantize(model);
     }
     if (planned) model->set_compute_device(options.device);
-    if (quantization) {
+    if (quantizer) {
       model->to(options.device);
-      quant::move_quantized(model, options.device);
-      const auto [bytes, layers] = quant::quantized_bytes(model);
-      log_info("quantized ", layers, " linear layers (bitsandbytes ",
-               quantization->bits == 4 ? quant::four_bit_type_name(quantization->four_bit.type) : "int8",
-               quantization->bits == 4 && quantization->four_bit.double_quant ? ", double quantization" : "",
-               "): their weights hold ", std::to_string(bytes / (1 << 20)), " MiB (", bytes, " bytes)");
+      move_quantized(model, options.device);
     }
     model->eval();
     return model;
@@ -223,8 +210,7 @@ void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options
   ModelConfig config = model->config();
   config.torch_dtype = dtype_name(options.dtype.value_or(model->dtype()));
   if (quantized.empty()) config.raw.erase("quantization_config");  // dense now (merged, or dequantized)
-  if (!quantized.empty() && options.quantization)
-    config.raw["quantization_config"] = quant::quantization_config_json(*options.quantization);
+  if (!quantized.empty() && options.quantization_config) config.raw["quantization_config"] = *options.quantization_config;
   SWIFT_ASSERT(quantized.empty() || config.raw.contains("quantization_config"),
                "a quantized model is saved with its quantization_config");
   io::write_json_file(out.path() / "config.json", model_config_to_json(config));

@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include "swift/model/decoder.h"
+
 namespace swift::model {
 
 namespace {
@@ -44,6 +46,25 @@ at::Tensor quantized_linear(const at::Tensor& x, const std::shared_ptr<Quantized
   at::Tensor y = QuantizedMatmul::apply(x, holder);
   if (bias.defined()) y = y + bias.to(y.scalar_type());
   return y.to(x.scalar_type());
+}
+
+std::pair<int64_t, int64_t> quantized_bytes(const CausalLM& model) {
+  int64_t bytes = 0, layers = 0;
+  for (const auto& module : model->modules()) {
+    auto* linear = dynamic_cast<LinearImpl*>(module.get());
+    if (linear && linear->quantized) {
+      bytes += linear->quantized->bytes();
+      ++layers;
+    }
+  }
+  return {bytes, layers};
+}
+
+void move_quantized(CausalLM& model, c10::Device device) {
+  for (const auto& module : model->modules()) {
+    auto* linear = dynamic_cast<LinearImpl*>(module.get());
+    if (linear && linear->quantized) linear->quantized->to(device);
+  }
 }
 
 }  // namespace swift::model

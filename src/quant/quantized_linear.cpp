@@ -118,23 +118,4 @@ int64_t dequantize_model(model::CausalLM& model) {
   return n;
 }
 
-std::pair<int64_t, int64_t> quantized_bytes(const model::CausalLM& model) {
-  int64_t bytes = 0, layers = 0;
-  for (const auto& module : model->modules()) {
-    auto* linear = dynamic_cast<model::LinearImpl*>(module.get());
-    if (linear && linear->quantized) {
-      bytes += linear->quantized->bytes();
-      ++layers;
-    }
-  }
-  return {bytes, layers};
-}
-
-void move_quantized(model::CausalLM& model, c10::Device device) {
-  for (const auto& module : model->modules()) {
-    auto* linear = dynamic_cast<model::LinearImpl*>(module.get());
-    if (linear && linear->quantized) linear->quantized->to(device);
-  }
-}
-
 }  // namespace swift::quant

@@ -12,12 +12,13 @@
 #include <mutex>
 #include <thread>
 
+#include "swift/cli/common_setup.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/model/checkpoint.h"
 #include "swift/recipes/commands.h"
 #include "swift/recipes/deploy.h"
-#include "swift/recipes/inference_setup.h"
+#include "swift/serve/inference_model.h"
 #include "swift/serve/completion_service.h"
 #include "swift/serve/http_server.h"
 #include "swift/serve/multi_lora.h"
@@ -31,7 +32,7 @@ namespace swift::recipes {
 
 std::vector<cli::FlagSpec> deploy_flags() {
   using cli::FlagType;
-  std::vector<cli::FlagSpec> flags = inference_model_flags();
+  std::vector<cli::FlagSpec> flags = serve::inference_model_flags();
   std::vector<cli::FlagSpec> own = {
       {"host", FlagType::kString, "0.0.0.0", "address to listen on (127.0.0.1: this machine only)"},
       {"port", FlagType::kInt, "8000", "port to listen on (0: any free port, printed at start)"},
@@ -45,7 +46,7 @@ std::vector<cli::FlagSpec> deploy_flags() {
       {"max_logprobs", FlagType::kInt, "20", "most top_logprobs / logprobs / prompt_logprobs a request may ask"},
   };
   for (auto& f : own) flags.push_back(f);
-  for (auto& f : generation_flags()) flags.push_back(f);
+  for (auto& f : serve::generation_flags()) flags.push_back(f);
   for (auto& f : cli::common_flags()) flags.push_back(f);
   return flags;
 }
@@ -114,37 +115,67 @@ class SignalWatcher {
 
 }  // namespace
 
+namespace {
+
+// deploy's flags, typed once.
+struct DeployOptions {
+  serve::InferenceOptions model;
+  serve::GenerationOptions generation;
+  std::string host = "0.0.0.0", api_key, served_model_name;
+  int64_t port = 8000, max_batch_size = 32, max_waiting = 256, max_logprobs = 20;
+  int64_t max_model_len = 0;  // 0: the model's (default_max_model_len)
+  uint64_t seed = 42;
+};
+
+DeployOptions deploy_options(const cli::Flags& flags, const std::string& device) {
+  cli::Problems problems;
+  DeployOptions o;
+  o.model = serve::inference_options(flags, device, problems);
+  o.generation = serve::generation_options(flags);
+  o.host = flags.str("host");
+  o.port = flags.integer("port");
+  o.api_key = flags.str("api_key");
+  o.served_model_name = flags.str("served_model_name");
+  o.max_batch_size = flags.integer("max_batch_size");
+  o.max_waiting = flags.integer("max_waiting");
+  o.max_logprobs = flags.integer("max_logprobs");
+  o.max_model_len = flags.integer("max_model_len");
+  o.seed = static_cast<uint64_t>(flags.integer("seed"));
+  problems.check(o.port >= 0 && o.port <= 65535, "--port must be 0..65535", "e.g. --port 8000");
+  problems.check(o.max_batch_size >= 1, "--max_batch_size must be at least 1", "e.g. 32");
+  problems.check(o.max_waiting >= 1, "--max_waiting must be at least 1", "e.g. 256");
+  problems.check(o.max_logprobs >= 0, "--max_logprobs must be >= 0", "e.g. 20");
+  problems.check(o.max_model_len >= 0, "--max_model_len must be >= 0", "0 takes the model's");
+  problems.raise();
+  return o;
+}
+
+}  // namespace
+
 int run_deploy(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("deploy", deploy_flags(), args);
-  const auto setup = apply_common_flags(flags);
-  SWIFT_CHECK(flags.integer("port") >= 0 && flags.integer("port") <= 65535, UsageError,
-              "--port must be 0..65535", "e.g. --port 8000");
-  SWIFT_CHECK(flags.integer("max_batch_size") >= 1, UsageError, "--max_batch_size must be at least 1", "e.g. 32");
-  SWIFT_CHECK(flags.integer("max_waiting") >= 1, UsageError, "--max_waiting must be at least 1", "e.g. 256");
-  SWIFT_CHECK(flags.integer("max_logprobs") >= 0, UsageError, "--max_logprobs must be >= 0", "e.g. 20");
-  SWIFT_CHECK(flags.integer("max_model_len") >= 0, UsageError, "--max_model_len must be >= 0", "0 takes the model's");
-  InferenceModel m = load_inference_model(flags, setup);
+  const auto setup = cli::apply_common_flags(flags);
+  const DeployOptions o = deploy_options(flags, setup.device);  // every problem at once, before loading
+  serve::InferenceModel m = serve::load_inference_model(o.model);
 
   serve::ServiceOptions options;
   options.model_root = m.model_dir;
-  options.model_id = flags.str("served_model_name");
+  options.model_id = o.served_model_name;
   if (options.model_id.empty()) {
     auto dir = fs::path(m.model_dir);
     options.model_id = (dir.has_filename() ? dir.filename() : dir.parent_path().filename()).string();
   }
-  options.max_model_len = flags.integer("max_model_len") > 0 ? flags.integer("max_model_len")
-                                                             : default_max_model_len(m.model->config());
+  options.max_model_len = o.max_model_len > 0 ? o.max_model_len : default_max_model_len(m.model->config());
   options.vocab_size = m.model->config().vocab_size;
-  options.defaults = sampling_defaults(flags, m, static_cast<uint64_t>(flags.integer("seed")));
-  options.stop_words = flags.list("stop_words");
+  options.defaults = serve::sampling_defaults(o.generation, m, o.seed);
+  options.stop_words = o.generation.stop_words;
   options.enable_thinking = m.enable_thinking;
-  options.limits.max_logprobs = flags.integer("max_logprobs");
+  options.limits.max_logprobs = o.max_logprobs;
 
   // --adapters name=path: each served as its own model id next to the base, chosen per batch row.
   std::vector<serve::NamedAdapter> named;
-  for (const auto& a : flags.list("adapters")) {
+  for (const auto& a : o.model.named_adapters) {
     const auto eq = a.find('=');
-    if (eq == std::string::npos) continue;
     named.push_back({a.substr(0, eq), a.substr(eq + 1)});
     SWIFT_CHECK(!named.back().name.empty() && !named.back().path.empty() && named.back().name != options.model_id,
                 UsageError, "--adapters '" + a + "' needs a name and a folder, and a name other than the base model's",
@@ -157,13 +188,13 @@ int run_deploy(const std::vector<std::string>& args) {
 
   serve::SchedulerOptions sched;
   if (multi_lora) sched.select_adapters = [&multi_lora](const std::vector<int64_t>& ids) { multi_lora->set_rows(ids); };
-  sched.max_batch_size = flags.integer("max_batch_size");
-  sched.max_waiting = static_cast<size_t>(flags.integer("max_waiting"));
+  sched.max_batch_size = o.max_batch_size;
+  sched.max_waiting = static_cast<size_t>(o.max_waiting);
 
   serve::HttpOptions http;
-  http.host = flags.str("host");
-  http.port = static_cast<int>(flags.integer("port"));
-  http.api_key = flags.str("api_key");
+  http.host = o.host;
+  http.port = static_cast<int>(o.port);
+  http.api_key = o.api_key;
   // Each connection holds a thread while its request waits or runs: enough for a full batch and queue.
   http.threads = static_cast<int>(std::min<int64_t>(1024, sched.max_batch_size + static_cast<int64_t>(sched.max_waiting) + 8));
 

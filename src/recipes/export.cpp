@@ -1,38 +1,33 @@
 // swift export: read a model folder (or initialise one from config.json with --init_strategy), optionally cast
 // it, and write it as a Hugging Face folder (config.json, safetensors sharded at --max_shard_size, and the
 // tokenizer/generation files copied along). --adapters with --merge_lora true folds a LoRA adapter into the
-// weights first. --to_cached_dataset true tokenises a dataset instead (cached_dataset.cpp). Quantisation comes
-// with its own issue.
+// weights first; --quant_method bnb writes it quantized as transformers does. --to_cached_dataset true tokenises a
+// dataset instead (cached_dataset.cpp).
 #include <ATen/Parallel.h>
 
 #include <filesystem>
+#include <optional>
 
+#include "swift/cli/common_setup.h"
+#include "swift/cli/problems.h"
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/data/data_options.h"
+#include "swift/io/hf_config.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/init_weights.h"
-#include "swift/io/hf_config.h"
-#include "swift/recipes/commands.h"
-#include "swift/recipes/inference_setup.h"
-#include "swift/recipes/quant_flags.h"
+#include "swift/quant/quant_flags.h"
 #include "swift/quant/quantized_linear.h"
-#include "swift/recipes/train_rows.h"
+#include "swift/quant/quantized_loading.h"
+#include "swift/recipes/commands.h"
+#include "swift/serve/inference_model.h"
 #include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
 
 namespace swift::recipes {
-
-CommonSetup apply_common_flags(const cli::Flags& flags) {
-  init_logging(flags.str("log_level"));
-  CommonSetup setup;
-  setup.threads = configure_threads(static_cast<int>(flags.integer("num_threads")));
-  setup.device = flags.str("device");
-  log_debug("intra-op threads: ", setup.threads);
-  return setup;
-}
 
 std::vector<cli::FlagSpec> export_flags() {
   using cli::FlagType;
@@ -49,11 +44,11 @@ std::vector<cli::FlagSpec> export_flags() {
       {"to_cached_dataset", FlagType::kBool, "false",
        "tokenise --dataset once into --output_dir/train (and val/) for swift sft --cached_dataset"},
   };
-  for (auto f : dataset_flags(/*pretrain=*/false)) {  // as swift sft reads and encodes them
+  for (auto f : data::dataset_flags(/*pretrain=*/false)) {  // as swift sft reads and encodes them
     f.help = "--to_cached_dataset: " + f.help;
     flags.push_back(f);
   }
-  for (auto& f : quant_flags()) {  // as swift sft reads them
+  for (auto& f : quant::quant_flags()) {  // as swift sft reads them
     f.help = "--output_dir written quantized (bitsandbytes' format, loads in transformers): " + f.help;
     flags.push_back(f);
   }
@@ -69,65 +64,92 @@ int run_merge_lora(const std::vector<std::string>& args) {
   return run_export(with_merge);
 }
 
-int run_export(const std::vector<std::string>& args) {
-  const auto flags = cli::parse_flags("export", export_flags(), args);
-  const auto setup = apply_common_flags(flags);
-  if (flags.boolean("to_cached_dataset")) return export_cached_dataset(flags);
-  const auto adapters = flags.list("adapters");
-  SWIFT_CHECK(adapters.size() <= 1, UsageError, "--adapters takes one folder", "merge one adapter at a time");
-  SWIFT_CHECK(adapters.empty() || flags.boolean("merge_lora"), UsageError,
-              "swift export --adapters needs --merge_lora true", "the adapter folder is already a PEFT adapter; "
-              "--merge_lora true writes base + adapter as one model");
-  const std::string model_dir = arg_or(flags, checkpoint_args(adapters), "model");  // the run recorded its base
-  SWIFT_CHECK(!model_dir.empty() || !adapters.empty(), UsageError, "swift export needs --model",
-              "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
-  SWIFT_CHECK(!model_dir.empty(), UsageError,
-              "--adapters " + (adapters.empty() ? std::string() : adapters.front()) +
-                  " does not record its base model (no args.json with \"model\")",
-              "pass the base model with --model BASE_DIR");
-  fs::path output = flags.str("output_dir");
-  if (output.empty() && !adapters.empty()) output = fs::path(adapters.front()).lexically_normal().string() + "-merged";
-  if (output.empty()) output = fs::path(model_dir).lexically_normal().string() + "-export";
-  SWIFT_CHECK(flags.boolean("exist_ok") || !fs::exists(output), UsageError,
-              "--output_dir " + output.string() + " already exists",
-              "choose another --output_dir or pass --exist_ok true to replace it");
-  SWIFT_CHECK(fs::weakly_canonical(output) != fs::weakly_canonical(model_dir), UsageError,
-              "--output_dir is the --model folder itself", "export to a new folder");
+namespace {
 
-  model::LoadOptions load;
-  load.dtype = parse_dtype(flags.str("torch_dtype"));
-  load.device = parse_device(setup.device);
-  load.init_strategy = flags.str("init_strategy");
-  load.seed = static_cast<uint64_t>(flags.integer("seed"));
-  model::SaveOptions save;
-  save.max_shard_bytes = io::parse_byte_size(flags.str("max_shard_size"));
+// export's flags (writing a model), typed once.
+struct ExportOptions {
+  std::string model_dir;              // --model, else the adapter checkpoint's base
+  std::vector<std::string> adapters;  // at most one, with --merge_lora true
+  std::filesystem::path output;       // --output_dir (default: <model>-export, <adapter>-merged)
+  bool exist_ok = false;
+  model::LoadOptions load;            // dtype, device, --init_strategy, --seed
+  uint64_t max_shard_bytes = 5000000000ULL;
+  std::optional<quant::QuantConfig> quantization;  // --quant_*: how the output is written
+  std::optional<quant::QuantConfig> base_quantization;  // how the base loads (merging: as the adapter was trained)
+};
 
+ExportOptions export_options(const cli::Flags& flags, const std::string& device) {
+  cli::Problems problems;
+  ExportOptions o;
+  o.adapters = flags.list("adapters");
+  problems.check(o.adapters.size() <= 1, "--adapters takes one folder", "merge one adapter at a time");
+  problems.check(o.adapters.empty() || flags.boolean("merge_lora"), "swift export --adapters needs --merge_lora true",
+                 "the adapter folder is already a PEFT adapter; --merge_lora true writes base + adapter as one model");
+  const auto saved = serve::checkpoint_args(o.adapters);
+  o.model_dir = serve::arg_or(flags, saved, "model");  // the run recorded its base
+  if (o.adapters.empty())
+    problems.check(!o.model_dir.empty(), "swift export needs --model",
+                   "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
+  else
+    problems.check(!o.model_dir.empty(),
+                   "--adapters " + o.adapters.front() + " does not record its base model (no args.json with \"model\")",
+                   "pass the base model with --model BASE_DIR");
+  o.output = flags.str("output_dir");
+  if (o.output.empty() && !o.adapters.empty()) o.output = fs::path(o.adapters.front()).lexically_normal().string() + "-merged";
+  if (o.output.empty()) o.output = fs::path(o.model_dir).lexically_normal().string() + "-export";
+  o.exist_ok = flags.boolean("exist_ok");
+  o.load.dtype = problems.collect([&] { return parse_dtype(flags.str("torch_dtype")); }, std::optional<c10::ScalarType>{});
+  o.load.device = problems.collect([&] { return parse_device(device); }, c10::Device(c10::kCPU));
+  o.load.init_strategy = flags.str("init_strategy");
+  o.load.seed = static_cast<uint64_t>(flags.integer("seed"));
+  o.max_shard_bytes = problems.collect([&] { return io::parse_byte_size(flags.str("max_shard_size")); }, o.max_shard_bytes);
   // Without adapters the flags' quantization is how the folder is written (loaded quantized, saved as
   // transformers saves bitsandbytes models). Merging, the base loads as the adapter was trained (a QLoRA run's
   // args.json), the merged weights come out dense, and --quant_* then quantizes the result.
-  const auto wanted = quant_config_from_flags(flags);
-  load.quantize = adapters.empty() ? wanted : quant_config_from_args(checkpoint_args(adapters));
-  auto model = model::load_model(model_dir, load);
-  for (const auto& dir : adapters) {
+  o.quantization = problems.collect([&] { return quant::quant_config_from_flags(flags); }, std::optional<quant::QuantConfig>{});
+  o.base_quantization = o.adapters.empty() ? o.quantization
+                                           : problems.collect([&] { return quant::quant_config_from_args(saved); },
+                                                              std::optional<quant::QuantConfig>{});
+  problems.raise();
+  return o;
+}
+
+}  // namespace
+
+int run_export(const std::vector<std::string>& args) {
+  const auto flags = cli::parse_flags("export", export_flags(), args);
+  const auto setup = cli::apply_common_flags(flags);
+  if (flags.boolean("to_cached_dataset")) return export_cached_dataset(flags);
+  ExportOptions o = export_options(flags, setup.device);  // every problem at once, before loading
+  const std::string& model_dir = o.model_dir;
+  SWIFT_CHECK(o.exist_ok || !fs::exists(o.output), UsageError, "--output_dir " + o.output.string() + " already exists",
+              "choose another --output_dir or pass --exist_ok true to replace it");
+  SWIFT_CHECK(fs::weakly_canonical(o.output) != fs::weakly_canonical(model_dir), UsageError,
+              "--output_dir is the --model folder itself", "export to a new folder");
+
+  model::SaveOptions save;
+  save.max_shard_bytes = o.max_shard_bytes;
+  auto model = quant::load_model(model_dir, o.load, o.base_quantization);
+  for (const auto& dir : o.adapters) {
     with_context("loading adapter " + dir, [&] { return tuners::load_adapter(model, dir); });
     log_info("merged ", tuners::merge_lora(model), " LoRA layers from ", dir);
   }
-  if (!adapters.empty()) {
+  if (!o.adapters.empty()) {
     if (const int64_t n = quant::dequantize_model(model))
       log_info("dequantized the ", n, " other quantized layers of the base: the merged model is dense");
-    if (wanted) {
-      auto config = *wanted;
+    if (o.quantization) {
+      auto config = *o.quantization;
       if (!config.compute_dtype) config.compute_dtype = model->dtype();
       quant::quantize_model(model, config);
-      save.quantization = config;
+      save.quantization_config = quant::quantization_config_json(config);
     }
   }
   log_info("model ", model_dir, ": ", model->config().model_type, " (", model::count_parameters(model),
            " parameters, ", dtype_name(model->dtype()), ")");
-  model::save_model(model, output, save, model_dir);
+  model::save_model(model, o.output, save, model_dir);
   size_t files = 0;
-  for (const auto& e : fs::directory_iterator(output)) files += e.path().extension() == ".safetensors";
-  log_info("exported to ", output.string(), " (", files, " safetensors file(s))");
+  for (const auto& e : fs::directory_iterator(o.output)) files += e.path().extension() == ".safetensors";
+  log_info("exported to ", o.output.string(), " (", files, " safetensors file(s))");
   return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include <unistd.h>  // getpid
 
+#include "swift/cli/common_setup.h"
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
@@ -23,8 +24,9 @@
 #include "swift/model/family_registry.h"
 #include "swift/model/generator.h"
 #include "swift/recipes/commands.h"
-#include "swift/recipes/inference_setup.h"
-#include "swift/train/sft_data.h"
+#include "swift/serve/inference_model.h"
+#include "swift/data/example.h"
+#include "swift/data/batch.h"
 #include "swift/template/message.h"
 #include "swift/template/select.h"
 #include "swift/template/template.h"
@@ -39,10 +41,10 @@ namespace swift::recipes {
 
 std::vector<cli::FlagSpec> infer_flags() {
   using cli::FlagType;
-  std::vector<cli::FlagSpec> flags = inference_model_flags();
+  std::vector<cli::FlagSpec> flags = serve::inference_model_flags();
   flags.push_back({"val_dataset", FlagType::kList, "", "batch mode: .jsonl/.json/.csv files (path#N samples N rows)"});
   flags.push_back({"result_path", FlagType::kString, "", "batch mode output JSONL (default: infer_result/<time>.jsonl)"});
-  for (auto& f : generation_flags()) flags.push_back(f);
+  for (auto& f : serve::generation_flags()) flags.push_back(f);
   std::vector<cli::FlagSpec> rest = {
       {"stream", FlagType::kBool, "true", "print tokens as they come (interactive mode)"},
       {"logprobs", FlagType::kBool, "false", "record each token's log-probability in the results"},
@@ -57,6 +59,38 @@ std::vector<cli::FlagSpec> infer_flags() {
 
 namespace {
 
+// infer's flags, typed once.
+struct InferOptions {
+  serve::InferenceOptions model;
+  serve::GenerationOptions generation;
+  std::vector<std::string> val_dataset;  // batch mode (or the conversations a reward model scores)
+  std::string result_path;               // batch output (default infer_result/<time>.jsonl)
+  bool stream = true;
+  bool logprobs = false;
+  int64_t top_logprobs = 0;
+  int64_t max_model_len = 0;             // 0: max_position_embeddings
+  int64_t max_batch_size = 16;
+  uint64_t seed = 42;
+};
+
+InferOptions infer_options(const cli::Flags& flags, const std::string& device) {
+  cli::Problems problems;
+  InferOptions o;
+  o.model = serve::inference_options(flags, device, problems);
+  o.generation = serve::generation_options(flags);
+  o.val_dataset = flags.list("val_dataset");
+  o.result_path = flags.str("result_path");
+  o.stream = flags.boolean("stream");
+  o.logprobs = flags.boolean("logprobs");
+  o.top_logprobs = flags.integer("top_logprobs");
+  problems.check(o.top_logprobs >= 0 && o.top_logprobs <= 20, "--top_logprobs must be 0..20", "as the OpenAI API allows");
+  o.max_model_len = flags.integer("max_model_len");
+  o.max_batch_size = std::max<int64_t>(1, flags.integer("max_batch_size"));
+  o.seed = static_cast<uint64_t>(flags.integer("seed"));
+  problems.raise();
+  return o;
+}
+
 // Everything a conversation turn needs.
 struct Session {
   model::CausalLM model;  // what the generator runs (a reward model only scores)
@@ -69,17 +103,14 @@ struct Session {
   bool stream = true;
 };
 
-Session open_session(const cli::Flags& flags, const CommonSetup& setup) {
-  InferenceModel m = load_inference_model(flags, setup);
+Session open_session(const InferOptions& o) {
+  serve::InferenceModel m = serve::load_inference_model(o.model);
   Session s{m.model, model::Generator(m.model), nullptr, nullptr, {}, 0, m.enable_thinking, true};
-  s.sampling = sampling_defaults(flags, m, static_cast<uint64_t>(flags.integer("seed")));
-  s.sampling.logprobs = flags.boolean("logprobs") || flags.integer("top_logprobs") > 0;
-  s.sampling.top_logprobs = flags.integer("top_logprobs");
-  SWIFT_CHECK(s.sampling.top_logprobs >= 0 && s.sampling.top_logprobs <= 20, UsageError,
-              "--top_logprobs must be 0..20", "as the OpenAI API allows");
-  s.max_model_len = flags.integer("max_model_len") > 0 ? flags.integer("max_model_len")
-                                                       : m.model->config().max_position_embeddings;
-  s.stream = flags.boolean("stream");
+  s.sampling = serve::sampling_defaults(o.generation, m, o.seed);
+  s.sampling.logprobs = o.logprobs || o.top_logprobs > 0;
+  s.sampling.top_logprobs = o.top_logprobs;
+  s.max_model_len = o.max_model_len > 0 ? o.max_model_len : m.model->config().max_position_embeddings;
+  s.stream = o.stream;
   s.tokenizer = std::move(m.tokenizer);
   s.chat = std::move(m.chat);
   return s;
@@ -133,8 +164,8 @@ std::string default_result_path() {
 // renamed into place at the end, so an interrupted run never leaves a result file that looks complete.
 class ResultFile {
  public:
-  explicit ResultFile(const cli::Flags& flags)
-      : path_(flags.str("result_path").empty() ? default_result_path() : flags.str("result_path")),
+  explicit ResultFile(const std::string& result_path)
+      : path_(result_path.empty() ? default_result_path() : result_path),
         tmp_(path_.string() + ".tmp-" + std::to_string(::getpid())) {
     if (path_.has_parent_path()) fs::create_directories(path_.parent_path());
     out_.open(tmp_, std::ios::trunc);
@@ -158,12 +189,11 @@ class ResultFile {
 };
 
 // Batch mode: every row's conversation up to its last assistant reply is the prompt; that reply is the label.
-int run_batch(Session& s, const cli::Flags& flags) {
-  const auto rows = data::load_datasets(flags.list("val_dataset"), static_cast<uint64_t>(flags.integer("seed")),
-                                        "--val_dataset");
-  ResultFile out(flags);
+int run_batch(Session& s, const InferOptions& o) {
+  const auto rows = data::load_datasets(o.val_dataset, o.seed, "--val_dataset");
+  ResultFile out(o.result_path);
 
-  const size_t batch = static_cast<size_t>(std::max<int64_t>(1, flags.integer("max_batch_size")));
+  const size_t batch = static_cast<size_t>(o.max_batch_size);
   Progress progress("infer", static_cast<int64_t>(rows.size()));
   for (size_t start = 0; start < rows.size(); start += batch) {
     const size_t end = std::min(rows.size(), start + batch);
@@ -211,31 +241,30 @@ int run_batch(Session& s, const cli::Flags& flags) {
 // A reward model (a *ForSequenceClassification folder, or an adapter of PEFT's SEQ_CLS task): each row's whole
 // conversation, reply included, encoded as in training and scored at its last token. As ms-swift, the score is
 // the row's "response" (a number).
-int run_scoring(Session& s, const cli::Flags& flags) {
-  SWIFT_CHECK(!flags.list("val_dataset").empty(), UsageError,
+int run_scoring(Session& s, const InferOptions& o) {
+  SWIFT_CHECK(!o.val_dataset.empty(), UsageError,
               "this is a reward model: it scores conversations rather than chatting",
               "give the conversations to score with --val_dataset (rows with the reply to score)");
-  const auto rows = data::load_datasets(flags.list("val_dataset"), static_cast<uint64_t>(flags.integer("seed")),
-                                        "--val_dataset");
-  ResultFile out(flags);
-  const size_t batch = static_cast<size_t>(std::max<int64_t>(1, flags.integer("max_batch_size")));
+  const auto rows = data::load_datasets(o.val_dataset, o.seed, "--val_dataset");
+  ResultFile out(o.result_path);
+  const size_t batch = static_cast<size_t>(o.max_batch_size);
   const int64_t pad_id = s.tokenizer->pad_id().value_or(s.tokenizer->eos_id().value_or(0));
   torch::NoGradGuard no_grad;
   Progress progress("score", static_cast<int64_t>(rows.size()));
   for (size_t start = 0; start < rows.size(); start += batch) {
     const size_t end = std::min(rows.size(), start + batch);
-    std::vector<train::Example> encoded;
+    std::vector<data::Example> encoded;
     for (size_t i = start; i < end; ++i) {
       const std::string where = "--val_dataset row " + std::to_string(i + 1);
       auto e = with_context(where, [&] { return s.chat->encode(templates::conversation_from_json(rows[i]["messages"])); });
-      train::Example example;
+      data::Example example;
       example.input_ids = std::move(e.input_ids);
       example.labels.assign(example.input_ids.size(), -100);
       encoded.push_back(std::move(example));
     }
-    std::vector<const train::Example*> items;
+    std::vector<const data::Example*> items;
     for (const auto& e : encoded) items.push_back(&e);
-    const auto b = train::collate(items, pad_id);
+    const auto b = data::collate(items, pad_id);
     model::ForwardArgs args;
     args.input_ids = b.input_ids.to(s.model->device());
     const at::Tensor scores = model::sequence_scores(s.model, args, b.attention_mask).cpu();
@@ -295,10 +324,11 @@ int run_interactive(Session& s) {
 
 int run_infer(const std::vector<std::string>& args) {
   const auto flags = cli::parse_flags("infer", infer_flags(), args);
-  const auto setup = apply_common_flags(flags);
-  Session session = open_session(flags, setup);
-  if (session.model->is_sequence_classifier()) return run_scoring(session, flags);
-  return flags.list("val_dataset").empty() ? run_interactive(session) : run_batch(session, flags);
+  const auto setup = cli::apply_common_flags(flags);
+  const InferOptions options = infer_options(flags, setup.device);  // every problem at once, before loading
+  Session session = open_session(options);
+  if (session.model->is_sequence_classifier()) return run_scoring(session, options);
+  return options.val_dataset.empty() ? run_interactive(session) : run_batch(session, options);
 }
 
 }  // namespace swift::recipes

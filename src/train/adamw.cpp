@@ -149,12 +149,4 @@ void AdamW::load(const std::vector<std::filesystem::path>& paths, const std::set
   }
 }
 
-double grad_norm(const std::vector<at::Tensor>& params) {
-  std::vector<at::Tensor> grads;
-  for (const auto& p : params)
-    if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return 0.0;
-  return at::linalg_vector_norm(at::stack(at::_foreach_norm(grads)), 2).item<double>();
-}
-
 }  // namespace swift::train

@@ -47,13 +47,6 @@ MemoryEstimate estimate_memory(const MemoryInputs& in) {
   return e;
 }
 
-std::string format_bytes(double bytes) {
-  char text[32];
-  if (bytes >= 1024.0 * 1024 * 1024) std::snprintf(text, sizeof(text), "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
-  else std::snprintf(text, sizeof(text), "%.1f MiB", bytes / (1024.0 * 1024));
-  return text;
-}
-
 std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
                                        bool lora) {
   std::vector<std::string> advice;

@@ -78,12 +78,12 @@ std::vector<std::pair<std::string, model::LinearImpl*>> select_targets(model::Ca
     return out;
   }
   std::vector<bool> chosen(linears.size(), false);
+  const model::LinearImpl* output = model->output_layer();
   for (const auto& target : c.target_modules) {
     bool found = false;
     for (size_t i = 0; i < linears.size(); ++i) {
-      const std::string& name = linears[i].first;
       // all-linear: every Linear but the output layer (lm_head, or a sequence classifier's score), as PEFT
-      const bool hit = target == "all-linear" ? name != "lm_head" && name != "score" : name_matches(name, target);
+      const bool hit = target == "all-linear" ? linears[i].second != output : name_matches(linears[i].first, target);
       if (hit) chosen[i] = found = true;
     }
     if (!found) {

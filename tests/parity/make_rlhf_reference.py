@@ -3,7 +3,7 @@
 Usage: make_rlhf_reference.py OUT_DIR. Writes OUT_DIR/policy/ and OUT_DIR/reference/ (tiny random Qwen3 models,
 saved by transformers), OUT_DIR/batch.safetensors (input_ids, labels, attention_mask: [2B, T], chosen rows first,
 right-padded, as ms-swift's collator builds them) and OUT_DIR/manifest.json: for each case its settings and the
-loss and metrics the reference computed. tests/train/preference_parity_test.cpp recomputes them with swift.
+loss and metrics the reference computed. tests/rlhf/preference_parity_test.cpp recomputes them with swift.
 
 What computes each case (fp32, CPU):
   dpo          ms-swift's DPOTrainer.get_batch_loss_metrics (it overrides TRL's DPO loss; swift follows ms-swift),

@@ -19,6 +19,7 @@
 #include "swift/quant/bnb_tensors.h"
 #include "swift/quant/int8_weight.h"
 #include "swift/quant/quantized_linear.h"
+#include "swift/quant/quantized_loading.h"
 #include "test_util.h"
 #include "skip.h"
 
@@ -26,6 +27,13 @@ namespace fs = std::filesystem;
 using namespace swift;
 
 namespace {
+
+// A folder saved quantized, loaded as it is (no quantization asked for).
+model::CausalLM load_saved_quantized(const std::filesystem::path& dir) {
+  model::LoadOptions options;
+  return quant::load_model(dir, options, std::nullopt);
+}
+
 
 fs::path bnb_dir() {
   const char* env = std::getenv("SWIFT_PARITY_DIR");
@@ -109,8 +117,8 @@ TEST_F(BnbParity, Int8IsBitsandbytes) {
 // A folder transformers saved with load_in_4bit loads quantized and computes transformers' logits.
 TEST_F(BnbParity, LoadsTransformersNf4Folder) {
   torch::NoGradGuard no_grad;
-  auto model = model::load_model(bnb_dir() / "llama_nf4");
-  const auto [bytes, layers] = quant::quantized_bytes(model);
+  auto model = load_saved_quantized(bnb_dir() / "llama_nf4");
+  const auto [bytes, layers] = model::quantized_bytes(model);
   EXPECT_EQ(layers, 14);  // 2 layers x (q, k, v, o, gate, up, down)
   auto reference = io::SafetensorsFile::open(bnb_dir() / "llama_nf4" / "reference.safetensors");
   model::ForwardArgs args;
@@ -131,8 +139,7 @@ TEST_F(BnbParity, QuantizesAndSavesAsTransformers) {
   torch::NoGradGuard no_grad;
   model::LoadOptions options;
   quant::QuantConfig config;  // NF4 with double quantization, as BitsAndBytesConfig(load_in_4bit, nf4, dq)
-  options.quantize = config;
-  auto model = model::load_model(bnb_dir() / "llama_dense", options);
+  auto model = quant::load_model(bnb_dir() / "llama_dense", options, config);
   test::TempDir dir;
   model::save_model(model, dir / "saved");
   auto theirs = io::SafetensorsFolder::open(bnb_dir() / "llama_nf4");
@@ -157,7 +164,7 @@ TEST_F(BnbParity, QuantizesAndSavesAsTransformers) {
   const auto saved_config = io::read_json_file(dir / "saved" / "config.json");
   EXPECT_EQ(saved_config.at("quantization_config"), io::read_json_file(bnb_dir() / "llama_nf4" / "config.json").at("quantization_config"));
   // And it loads back bit for bit.
-  auto again = model::load_model(dir / "saved");
+  auto again = load_saved_quantized(dir / "saved");
   auto reference = io::SafetensorsFile::open(bnb_dir() / "llama_nf4" / "reference.safetensors");
   model::ForwardArgs args;
   args.input_ids = reference->get("input_ids");
@@ -174,7 +181,7 @@ TEST_F(BnbParity, BrokenStatisticsAreClearErrors) {
     if (name != "model.layers.0.mlp.up_proj.weight.absmax") tensors.emplace_back(name, folder.get(name).clone());
   io::save_safetensors(dir / "m" / "model.safetensors", tensors);
   try {
-    model::load_model(dir / "m");
+    load_saved_quantized(dir / "m");
     FAIL() << "a missing absmax loaded";
   } catch (const swift::DataError& e) {
     EXPECT_NE(std::string(e.what()).find("model.layers.0.mlp.up_proj.weight.absmax"), std::string::npos) << e.what();
@@ -211,8 +218,7 @@ TEST_F(BnbParity, TransformersLoadsWhatSwiftQuantizes) {
       config.bits = v.bits;
       config.four_bit.type = v.type;
       config.four_bit.double_quant = v.nested;
-      options.quantize = config;
-      auto model = model::load_model(dense, options);
+      auto model = quant::load_model(dense, options, config);
       const fs::path folder = root / (family + "_" + v.name);
       model::save_model(model, folder);
       auto ids = at::arange(0, 24, at::kLong).remainder(128).view({2, 12});

@@ -14,12 +14,20 @@
 #include "swift/quant/int8_weight.h"
 #include "swift/quant/quant_config.h"
 #include "swift/quant/quantized_linear.h"
-#include "swift/recipes/quant_flags.h"
+#include "swift/quant/quantized_loading.h"
+#include "swift/quant/quant_flags.h"
 #include "test_util.h"
 #include "skip.h"
 
 namespace swift::quant {
 namespace {
+
+// A folder saved quantized, loaded as it is (no quantization asked for).
+model::CausalLM load_saved_quantized(const std::filesystem::path& dir) {
+  model::LoadOptions options;
+  return quant::load_model(dir, options, std::nullopt);
+}
+
 
 TEST(FourBit, PacksTwoCodesPerByteHighNibbleFirst) {
   // One block of 64: -max, +max, 0 then zeros: NF4 codes 0 (-1), 15 (+1), 7 (0).
@@ -146,18 +154,18 @@ TEST(QuantConfigJson, SkipModulesFollowTransformers) {
 // What an adapter's args.json says about its base: ms-swift quantizes only with a quant_method (its args.json may
 // say quant_bits 4 without one), swift's qlora records its method, torch dtype spellings are read.
 TEST(QuantConfigJson, AdapterArgsAsMsSwiftAndSwiftWriteThem) {
-  EXPECT_FALSE(recipes::quant_config_from_args({{"quant_method", nullptr}, {"quant_bits", 4}, {"train_type", "lora"}}));
-  const auto bnb = recipes::quant_config_from_args(
+  EXPECT_FALSE(quant::quant_config_from_args({{"quant_method", nullptr}, {"quant_bits", 4}, {"train_type", "lora"}}));
+  const auto bnb = quant::quant_config_from_args(
       {{"quant_method", "bnb"}, {"quant_bits", 4}, {"bnb_4bit_quant_type", "fp4"}, {"bnb_4bit_compute_dtype", "torch.bfloat16"},
        {"bnb_4bit_use_double_quant", false}});
   ASSERT_TRUE(bnb);
   EXPECT_EQ(bnb->four_bit.type, FourBitType::kFP4);
   EXPECT_FALSE(bnb->four_bit.double_quant);
   EXPECT_EQ(bnb->compute_dtype, c10::kBFloat16);
-  const auto qlora = recipes::quant_config_from_args({{"train_type", "qlora"}, {"quant_bits", 0}});
+  const auto qlora = quant::quant_config_from_args({{"train_type", "qlora"}, {"quant_bits", 0}});
   ASSERT_TRUE(qlora);
   EXPECT_EQ(qlora->bits, 4);
-  EXPECT_EQ(recipes::quant_config_from_args({{"quant_method", "bnb"}, {"quant_bits", 8}})->bits, 8);
+  EXPECT_EQ(quant::quant_config_from_args({{"quant_method", "bnb"}, {"quant_bits", 8}})->bits, 8);
 }
 
 // The quantized matmul: the dense layer's output and input gradient with the dequantized weight, no gradient for
@@ -204,13 +212,12 @@ TEST(QuantizedModel, SaveLoadIsBitExactAndDequantizeMakesItDense) {
     options.init_strategy = "normal";
     QuantConfig config;
     config.bits = bits;
-    options.quantize = config;
-    auto model = model::load_model(dir.path(), options);
-    EXPECT_EQ(quantized_bytes(model).second, 14);
+    auto model = quant::load_model(dir.path(), options, config);
+    EXPECT_EQ(model::quantized_bytes(model).second, 14);
     const std::filesystem::path saved = dir / ("saved" + std::to_string(bits));
     model::save_model(model, saved);
     EXPECT_TRUE(io::read_json_file(saved / "config.json").contains("quantization_config"));
-    auto again = model::load_model(saved);  // no options: the folder says it is quantized
+    auto again = load_saved_quantized(saved);  // no quantization asked: the folder says it is quantized
     model::ForwardArgs args;
     args.input_ids = at::arange(0, 12, at::kLong).view({2, 6});
     EXPECT_TRUE(at::equal(model->forward(args), again->forward(args)));
@@ -269,14 +276,13 @@ TEST(QuantizedModel, QuantStorageDtypeRoundTrips) {
   options.init_strategy = "normal";
   QuantConfig config;
   config.four_bit.storage = at::kBFloat16;
-  options.quantize = config;
-  auto model = model::load_model(dir.path(), options);
+  auto model = quant::load_model(dir.path(), options, config);
   model::save_model(model, dir / "saved");
   const auto folder = io::SafetensorsFolder::open(dir / "saved");
   const at::Tensor packed = folder.get("model.layers.0.mlp.up_proj.weight");
   EXPECT_EQ(packed.scalar_type(), at::kBFloat16);
   EXPECT_EQ(packed.numel() * 2, 96 * 64 / 2);  // 4 bits per value in 2-byte elements
-  auto again = model::load_model(dir / "saved");
+  auto again = load_saved_quantized(dir / "saved");
   model::ForwardArgs args;
   args.input_ids = at::arange(0, 8, at::kLong).view({1, 8});
   EXPECT_TRUE(at::equal(model->forward(args), again->forward(args)));

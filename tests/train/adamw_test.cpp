@@ -192,14 +192,6 @@ TEST(AdamW, LoadRejectsForeignOrMismatchedState) {
   }
 }
 
-TEST(AdamW, GradNormIsTheNormOfAllGradientsTogether) {
-  Params p = make_params(5);
-  EXPECT_EQ(train::grad_norm({p.w, p.b}), 0.0);  // no gradients yet
-  set_grads(p, 2);
-  const double expected = at::cat({p.w.grad().flatten(), p.b.grad().flatten()}).norm().item<double>();
-  EXPECT_NEAR(train::grad_norm({p.w, p.b}), expected, 1e-5 * expected);
-}
-
 TEST(GradScaler, UnscalesDetectsOverflowAndAdjustsScale) {
   train::GradScaler scaler(train::GradScalerOptions{1024.0, 2.0, 0.5, 2});
   EXPECT_EQ(scaler.scale(at::ones({})).item<double>(), 1024.0);

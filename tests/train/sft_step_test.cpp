@@ -13,37 +13,26 @@
 #include "swift/template/template_meta.h"
 #include "swift/tokenizer/tokenizer.h"
 #include "swift/train/loss.h"
-#include "swift/train/sft_data.h"
+#include "swift/data/example.h"
+#include "swift/data/batch.h"
+#include "swift/data/batch_sampler.h"
 #include "test_util.h"
 
 using namespace swift;
 
 namespace {
 
-std::vector<train::Example> examples() {
-  std::vector<train::Example> out;
-  auto gen = at::make_generator<at::CPUGeneratorImpl>(3);
-  for (int64_t len : {9, 5, 12, 7}) {
-    train::Example e;
-    auto ids = at::randint(0, 128, {len}, gen, at::TensorOptions().dtype(at::kLong));
-    for (int64_t i = 0; i < len; ++i) {
-      e.input_ids.push_back(ids[i].item<int64_t>());
-      e.labels.push_back(i < len / 2 ? -100 : e.input_ids.back());  // prompt half without loss
-    }
-    out.push_back(e);
-  }
-  return out;
-}
+std::vector<data::Example> examples() { return test::half_prompt_examples({9, 5, 12, 7}); }
 
 // Gradients of the step over `micro` batches, normalised by all their label tokens.
 // with_mask false: what swift sft feeds (right padding needs no mask under causal attention).
-std::map<std::string, at::Tensor> step_grads(model::CausalLM& m, const std::vector<std::vector<const train::Example*>>& micro,
+std::map<std::string, at::Tensor> step_grads(model::CausalLM& m, const std::vector<std::vector<const data::Example*>>& micro,
                                              bool with_mask = true) {
   m->zero_grad();
-  std::vector<train::Batch> batches;
+  std::vector<data::Batch> batches;
   int64_t tokens = 0;
   for (const auto& items : micro) {
-    batches.push_back(train::collate(items, 0));
+    batches.push_back(data::collate(items, 0));
     tokens += batches.back().label_tokens;
   }
   for (auto& b : batches) {
@@ -106,7 +95,7 @@ TEST(SftStep, LossSumsCountLabelTokensAndAccuracy) {
 TEST(SftStep, LossFromHiddenEqualsFullLogitsLoss) {
   auto m = test::random_model(test::tiny_config("llama"), 12);
   const auto ex = examples();
-  auto b = train::collate({&ex[0], &ex[1], &ex[2]}, 0);
+  auto b = data::collate({&ex[0], &ex[1], &ex[2]}, 0);
   model::ForwardArgs args;
   args.input_ids = b.input_ids;
   args.attention_mask = b.attention_mask;
@@ -131,7 +120,7 @@ TEST(SftStep, LossFromHiddenEqualsFullLogitsLoss) {
 
 TEST(SftStep, CollatePadsRightAndCountsLabels) {
   const auto ex = examples();
-  auto b = train::collate({&ex[1], &ex[2]}, 0);
+  auto b = data::collate({&ex[1], &ex[2]}, 0);
   EXPECT_EQ(b.input_ids.size(1), 12);
   EXPECT_EQ(b.attention_mask[0].sum().item<int64_t>(), 5);
   EXPECT_EQ(b.labels[0][7].item<int64_t>(), -100);  // padding carries no loss
@@ -142,22 +131,22 @@ TEST(SftStep, CollatePadsRightAndCountsLabels) {
 }
 
 TEST(SftStep, SamplerIsReproducibleFromItsPosition) {
-  train::BatchSampler a(10, 3, 7), b(10, 3, 7);
+  data::BatchSampler a(10, 3, 7), b(10, 3, 7);
   std::vector<std::vector<size_t>> first;
   for (int i = 0; i < 9; ++i) first.push_back(a.next());
   EXPECT_EQ(first[3].size(), 1u);  // a short last batch ends the epoch
   EXPECT_NE(first[0], first[4]);   // epochs are reshuffled
   b.set_position(1, 3);            // epoch 1 after its first batch (first[4])
   for (int i = 5; i < 9; ++i) EXPECT_EQ(b.next(), first[static_cast<size_t>(i)]);
-  train::BatchSampler c(10, 3, 8);
+  data::BatchSampler c(10, 3, 8);
   EXPECT_NE(c.next(), first[0]);  // another seed, another order
 }
 
 TEST(SftStep, TruncationDeletesOrCutsAndReports) {
   // encode_rows needs a template; truncation itself is checked through the report on pre-encoded lengths.
-  EXPECT_EQ(train::parse_truncation("left"), train::Truncation::kLeft);
-  EXPECT_THROW(train::parse_truncation("middle"), UsageError);
-  train::EncodeReport r;
+  EXPECT_EQ(data::parse_truncation("left"), data::Truncation::kLeft);
+  EXPECT_THROW(data::parse_truncation("middle"), UsageError);
+  data::EncodeReport r;
   r.rows = 5;
   r.kept = 3;
   r.truncated = 1;
@@ -169,9 +158,9 @@ TEST(SftStep, ParallelEncodingEqualsSerialAndTruncates) {
   auto tok = tokenizer::Tokenizer::load(std::string(SWIFT_SOURCE_DIR) + "/configs/models/qwen3-tiny");
   templates::Template chat(templates::find_template_meta("qwen3"), *tok);
   auto rows = data::builtin_dataset("swift/arithmetic", {});
-  train::EncodeReport serial_report, parallel_report;
-  auto serial = train::encode_rows(rows, chat, 0, train::Truncation::kDelete, serial_report, "t", 1);
-  auto parallel = train::encode_rows(rows, chat, 0, train::Truncation::kDelete, parallel_report, "t", 4);
+  data::EncodeReport serial_report, parallel_report;
+  auto serial = data::encode_rows(rows, chat, 0, data::Truncation::kDelete, serial_report, "t", 1);
+  auto parallel = data::encode_rows(rows, chat, 0, data::Truncation::kDelete, parallel_report, "t", 4);
   ASSERT_EQ(serial.size(), rows.size());
   ASSERT_EQ(parallel.size(), serial.size());
   for (size_t i = 0; i < serial.size(); ++i) {
@@ -179,11 +168,11 @@ TEST(SftStep, ParallelEncodingEqualsSerialAndTruncates) {
     EXPECT_EQ(parallel[i].labels, serial[i].labels);
   }
   const auto length = static_cast<int64_t>(serial[0].input_ids.size());
-  train::EncodeReport cut;
-  auto right = train::encode_rows({rows[0]}, chat, length - 1, train::Truncation::kRight, cut, "t", 2);
+  data::EncodeReport cut;
+  auto right = data::encode_rows({rows[0]}, chat, length - 1, data::Truncation::kRight, cut, "t", 2);
   EXPECT_EQ(cut.truncated, 1u);
   EXPECT_EQ(right[0].input_ids, std::vector<int64_t>(serial[0].input_ids.begin(), serial[0].input_ids.end() - 1));
-  train::EncodeReport deleted;
-  EXPECT_THROW(train::encode_rows({rows[0]}, chat, length - 1, train::Truncation::kDelete, deleted, "t"), DataError);
+  data::EncodeReport deleted;
+  EXPECT_THROW(data::encode_rows({rows[0]}, chat, length - 1, data::Truncation::kDelete, deleted, "t"), DataError);
   EXPECT_EQ(deleted.deleted_too_long, 1u);
 }

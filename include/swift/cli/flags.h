@@ -36,6 +36,9 @@ class Flags {
   std::vector<std::string> list(const std::string& name) const;
   // True when the user gave the flag (on the command line or in a config file), not just its default.
   bool given(const std::string& name) const { return origin_.count(name) > 0; }
+  // True when the command's table declares the flag (option parsers shared by several commands read a flag only
+  // where it exists).
+  bool declared(const std::string& name) const;
   const std::string& command() const { return command_; }
   // Every flag with its typed value (null when unset), for a run's args.json.
   nlohmann::json to_json() const;

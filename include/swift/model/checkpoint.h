@@ -11,8 +11,13 @@
 #include <string>
 #include <vector>
 
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "swift/io/safetensors_folder.h"
 #include "swift/model/decoder.h"
-#include "swift/quant/quant_config.h"
 
 namespace swift::model {
 
@@ -29,6 +34,26 @@ struct ParameterInfo {
 // Called once with every parameter in model order; returns one Placement each.
 using PlacementPlan = std::function<std::vector<Placement>(const std::vector<ParameterInfo>&)>;
 
+// How the loader fills the decoder layers' Linear weights when they are held quantized: implemented by swift::quant
+// (bitsandbytes' formats), which loads quantized models through quant::load_model and passes one in
+// LoadOptions::quantizer, so this area knows quantization only through QuantizedWeight and this interface.
+class LinearQuantizer {
+ public:
+  virtual ~LinearQuantizer() = default;
+  // Fills the layers it quantizes from `folder`: each weight quantized on `device` as it is read, or a folder's
+  // saved quantized tensors taken as they are (prequantized()); every key consumed goes into `used`.
+  virtual void load(CausalLM& model, const io::SafetensorsFolder& folder, c10::Device device, const std::string& source,
+                    std::set<std::string>& used) const = 0;
+  // Quantizes those layers of a freshly initialised model in memory.
+  virtual void quantize(CausalLM& model) const = 0;
+  // The folder was saved quantized.
+  virtual bool prequantized() const = 0;
+  // Whether `key` holds quantization statistics (for the message about unexpected tensors).
+  virtual bool is_state_key(const std::string& key) const = 0;
+  // config.json's "quantization_config" for a model quantized in memory.
+  virtual nlohmann::json config_json() const = 0;
+};
+
 struct LoadOptions {
   // Weights' dtype. Default: the checkpoint's torch_dtype.
   std::optional<c10::ScalarType> dtype;
@@ -38,15 +63,18 @@ struct LoadOptions {
   // folder is an error.
   std::string init_strategy;
   uint64_t seed = 42;
-  // Quantize the decoder layers' Linear weights with bitsandbytes' formats as they are read (--quant_method bnb).
-  // A folder saved quantized (config.json quantization_config) loads quantized whatever this says.
-  std::optional<quant::QuantConfig> quantize;
+  // Quantized Linear weights (swift::quant's quant::load_model sets it: --quant_method bnb, or a folder saved
+  // quantized, whose config.json has a quantization_config). Default: none, every weight dense.
+  std::shared_ptr<const LinearQuantizer> quantizer;
   // ZeRO-3 with several ranks: each rank reads only the tensors it owns, so no rank ever holds the whole model
   // (on its device or in RAM). Not applied to quantized models (every rank then loads them whole). The model
   // computes on `device` whatever is placed on the host (CausalLMImpl::set_compute_device). Default: none
   // (every parameter on the device).
   PlacementPlan placement;
 };
+
+// The dtype the weights load in: options.dtype, else config.json's torch_dtype (float32 when it has none).
+c10::ScalarType load_dtype(const ModelConfig& config, const LoadOptions& options, const std::filesystem::path& dir);
 
 // Builds the model from `dir`/config.json and fills it from the folder's safetensors: every parameter must be
 // present with its shape (tensors are cast to the target dtype). Missing, unexpected or misshapen tensors are
@@ -60,7 +88,7 @@ struct SaveOptions {
   uint64_t max_shard_bytes = 5000000000ULL;  // --max_shard_size, default 5GB as transformers
   std::optional<c10::ScalarType> dtype;      // cast on save; default the weights' dtype
   // quantization_config for a model quantized in memory (loading records it in the model's config already).
-  std::optional<quant::QuantConfig> quantization;
+  std::optional<nlohmann::json> quantization_config;
 };
 
 // Writes config.json (torch_dtype updated), the weights (sharded past max_shard_bytes) into `dir`, atomically

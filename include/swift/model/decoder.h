@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "swift/model/kv_cache.h"
@@ -176,6 +177,10 @@ class CausalLMImpl : public torch::nn::Module {
   c10::Device device() const;
   void set_compute_device(c10::Device device) { compute_device_ = device; }
 
+  // The layer that produces the outputs (PEFT's output embeddings): lm_head, a sequence classifier's score, or null
+  // when the head is the tied embedding.
+  const LinearImpl* output_layer() const { return lm_head ? lm_head.get() : score ? score.get() : nullptr; }
+
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
   Linear score{nullptr};    // sequence classifiers only (then no lm_head)
@@ -192,6 +197,14 @@ TORCH_MODULE(CausalLM);
 // right or left padding): [B, num_labels], float32. transformers takes the rightmost token that is not the pad
 // token, the same token unless a row's text itself holds pad tokens.
 at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::Tensor& attention_mask);
+
+// The parameter name of an untied LM head (what a reward model's score head replaces).
+inline const char* const kLmHeadWeight = "lm_head.weight";
+
+// Bytes held by quantized Linear weights (QuantizedWeight::bytes), and how many layers have one.
+std::pair<int64_t, int64_t> quantized_bytes(const CausalLM& model);
+// Moves quantized weights to `device` (model->to() moves the registered tensors only).
+void move_quantized(CausalLM& model, c10::Device device);
 
 // position_ids for a (left-)padded attention_mask [B, S]: cumsum - 1, pads set to 1 (as transformers'
 // generate does), last T columns.

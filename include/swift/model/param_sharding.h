@@ -1,6 +1,6 @@
 // ZeRO-3 as the model sees it: each parameter's values are held by one rank, and a decoder layer's parameters
 // are brought in around each use (its forward, its recomputation in backward) and freed after. The training loop
-// installs an implementation (dist::Zero3Sharding); without one (inference, one process) nothing changes.
+// installs an implementation (distributed::Zero3Sharding); without one (inference, one process) nothing changes.
 #pragma once
 
 #include <ATen/core/Tensor.h>

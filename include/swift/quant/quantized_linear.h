@@ -76,9 +76,5 @@ void load_quantized_linears(model::CausalLM& model, const io::SafetensorsFolder&
 // Turns every quantized layer back into a dense one (its dequantized values in the model's dtype).
 int64_t dequantize_model(model::CausalLM& model);
 
-// Bytes held by quantized weights, and how many layers have one.
-std::pair<int64_t, int64_t> quantized_bytes(const model::CausalLM& model);
-// Moves quantized weights along with model->to(device).
-void move_quantized(model::CausalLM& model, c10::Device device);
 
 }  // namespace swift::quant

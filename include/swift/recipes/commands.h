@@ -44,11 +44,5 @@ int run_pt(const std::vector<std::string>& args);
 std::vector<cli::FlagSpec> rlhf_flags();
 int run_rlhf(const std::vector<std::string>& args);
 
-// Applies the flags every command shares (logging, threads) and returns the device to run on.
-struct CommonSetup {
-  std::string device;
-  int threads = 0;
-};
-CommonSetup apply_common_flags(const cli::Flags& flags);
 
 }  // namespace swift::recipes

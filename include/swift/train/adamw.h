@@ -73,8 +73,5 @@ class AdamW {
   std::optional<c10::Device> offload_;
 };
 
-// The L2 norm of all the parameters' gradients together (what clip_grad_norm_ measures), without clipping:
-// logged when --max_grad_norm is 0. Parameters without a gradient count as zero.
-double grad_norm(const std::vector<at::Tensor>& params);
 
 }  // namespace swift::train

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "swift/core/bytes.h"
+
 namespace swift::train {
 
 struct MemoryInputs {
@@ -50,7 +52,5 @@ std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, d
 // Suggestions only (empty when it fits or nothing is known about the device).
 std::vector<std::string> memory_advice(const MemoryInputs& in, const MemoryEstimate& e, double available_bytes,
                                        bool lora);
-
-std::string format_bytes(double bytes);  // "1.5 GiB", "12.0 MiB"
 
 }  // namespace swift::train

@@ -31,11 +31,4 @@ std::string format_duration(double seconds);
 // A log row for the console: numbers rounded (the JSONL keeps full precision).
 std::string format_log_row(const nlohmann::ordered_json& row);
 
-// Peak memory in GiB for the logs: training on a CUDA device (cuda_device >= 0), the caching allocator's peak
-// reserved bytes on it (what ms-swift logs as memory(GiB)); on the CPU, this process's peak resident set (VmHWM).
-double peak_memory_gib(int cuda_device = -1);
-// Memory one rank may count on, in bytes: the CUDA device's total memory, or on the CPU the machine's
-// available memory (MemAvailable) shared by the ranks on it. 0 when unknown.
-double available_memory_bytes(int cuda_device, int local_ranks);
-
 }  // namespace swift::train

@@ -1,0 +1,1 @@
+int main() { return 0; }  // cmake/SwiftLinkCheck.cmake links one area library into this

@@ -1,0 +1,30 @@
+// Micro-batches: examples padded into tensors (single sequences, preference pairs, labelled replies).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "swift/data/example.h"
+
+namespace swift::data {
+
+// One padded micro-batch. input_ids, labels, attention_mask: [B, T] (right-padded; labels -100 on pads).
+struct Batch {
+  at::Tensor input_ids, labels, attention_mask;
+  // [B, T] int64, defined only for packed rows: position ids (0 on pads) and segment ids (-1 on pads).
+  at::Tensor position_ids, segment_ids;
+  int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
+  at::Tensor margins;        // [B] float, collate_pairs only, when a row has a "margin" (0 for those that do not)
+  at::Tensor desirable;      // [B] bool, collate_pairs of labelled replies only
+};
+Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
+// A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows (for
+// labelled replies: the B replies, then their B KL rows), padded together ([2B, T]), so one forward pass can score
+// both. attention_mask is set (1 real, 0 pad); `desirable` ([B] bool) for labelled replies.
+Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id);
+// Labelled replies alone (KTO without KL rows): collate() plus `desirable`.
+Batch collate_labelled(const std::vector<const Example*>& examples, int64_t pad_id);
+
+}  // namespace swift::data

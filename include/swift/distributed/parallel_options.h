@@ -1,0 +1,31 @@
+// How a training job spreads over ranks, as ms-swift's flags say it: the process group (--ddp_backend,
+// --ddp_timeout) and ZeRO (--deepspeed, or its FSDP spelling --fsdp). Parsed once into ParallelOptions; the
+// strategy that implements them is made by make_parallel_strategy (parallel_strategy.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "swift/cli/flags.h"
+#include "swift/cli/problems.h"
+#include "swift/distributed/env.h"
+#include "swift/distributed/zero.h"
+
+namespace swift::distributed {
+
+struct ParallelOptions {
+  DistEnv env;                     // where this process sits (RANK, WORLD_SIZE, ... or Slurm's). Default: one process.
+  int64_t timeout_seconds = 1800;  // --ddp_timeout: rendezvous and every collective. Default: 1800.
+  std::string backend = "auto";    // --ddp_backend: auto (nccl on CUDA, gloo on CPU), nccl, gloo. Default: auto.
+  ZeroConfig zero;                 // --deepspeed / --fsdp. Default: stage 0 (plain data parallelism).
+};
+
+// The flags above, for a training command's table.
+std::vector<cli::FlagSpec> parallel_flags();
+
+// The options the flags and the environment give; what is wrong goes to `problems`. `gradient_checkpointing`:
+// whether the job recomputes layers in backward (ZeRO-3 over several ranks needs it: layers are gathered again
+// for their recomputation; one process trains without ZeRO whatever --deepspeed says).
+ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpointing, cli::Problems& problems);
+
+}  // namespace swift::distributed

@@ -1,0 +1,170 @@
+// How training is spread over ranks, as one object the trainer applies to the built model and calls at fixed points
+// of every step (torchtitan's parallelize_* transforms; DeepSpeed's engine hooks). The trainer never asks which one
+// is active: one process, data parallelism (DDP, ZeRO-1, ZeRO-2: data_parallel.h) and ZeRO-3 (zero3_strategy.h)
+// each answer the same calls.
+//
+// The points of a step, in the order the trainer calls them:
+//   for each micro-batch: begin_micro_batch -> forward -> before_backward -> backward -> end_micro_batch
+//                         (or skip_micro_batch where this rank has no sample and computes nothing)
+//   finish_gradients -> clip_gradients -> before_optimizer_step -> optimizer step -> after_optimizer_step
+// and around evaluation (begin_/end_evaluation) and checkpoint saves (begin_/end_save).
+//
+// Model parallelism fits the same points (docs/architecture.md): tensor parallelism shards the Linear layers in
+// assign_ownership (the model names its layers and their shardable dimensions) and reduces activations inside the
+// forward, its ranks taking the same samples (local_range) and summing metrics over the data-parallel group only
+// (sum); context parallelism splits the sequence in local_range's place; expert parallelism places experts in
+// assign_ownership and exchanges tokens inside the forward; pipeline parallelism runs its schedule between
+// begin_micro_batch and end_micro_batch. They compose with these by wrapping them (TP innermost, then CP, PP, DP,
+// as Megatron lays out its groups).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "swift/distributed/parallel_options.h"
+#include "swift/distributed/process_group.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/decoder.h"
+
+namespace swift::distributed {
+
+// What the memory estimate needs to know of the strategy (train/memory_estimate.h's vocabulary).
+struct ParallelFootprint {
+  int zero_stage = 0;  // 1: optimizer state sharded, 2: and gradients, 3: and parameters
+  int world_size = 1;
+  int64_t bucket_bytes = 25ll << 20;
+  bool optimizer_offloaded = false;
+  bool params_offloaded = false;
+  // Parameter sharding: what is gathered whole at once, beyond each rank's share at rest.
+  int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
+};
+
+class ParallelStrategy {
+ public:
+  virtual ~ParallelStrategy();
+  ParallelStrategy(const ParallelStrategy&) = delete;
+  ParallelStrategy& operator=(const ParallelStrategy&) = delete;
+
+  // ---- The ranks.
+  int rank() const { return group_ ? group_->rank() : 0; }
+  int world_size() const { return group_ ? group_->world_size() : 1; }
+  bool main_rank() const { return rank() == 0; }
+  // Ranks on this machine (they share its CPU RAM).
+  int local_world_size() const { return local_world_size_; }
+  // The device this rank computes on (--device, or on CUDA the GPU of its LOCAL_RANK).
+  const std::string& device() const { return device_; }
+  // Numbers summed over the ranks that train on different samples (token counts, metric sums).
+  std::vector<double> sum(const std::vector<double>& values);
+  // Rank 0's `value` on every rank (a run folder's path).
+  std::string share(const std::string& key, const std::string& value);
+  void barrier();
+  // This rank's items [begin, end) of a global micro-batch of n items: the slices of all ranks together are the
+  // batch one process would train on, so 2 ranks x b equal 1 rank x 2b. A short last batch can leave a rank none.
+  std::pair<size_t, size_t> local_range(size_t n) const;
+  // Whether a rank computes every micro-batch even when its slice is empty (collectives inside the forward need
+  // every rank): with another rank's first sample whose loss counts 0, and in evaluation as many passes as the
+  // rank with the most batches.
+  virtual bool computes_empty_slices() const { return false; }
+
+  // ---- Loading.
+  // Which of the model's parameters this rank reads from the files (parameter sharding: only its own); empty: all.
+  // `removed`: parameters the command drops right after loading, read by no rank.
+  virtual model::PlacementPlan placement_plan(const std::vector<std::string>& removed);
+  // After loading, with several ranks: each rank's memory high-water mark and how much loading raised it from
+  // `memory_before` (bytes), for the log.
+  void log_loaded(const model::CausalLM& model, double memory_before);
+  virtual bool shards_parameters() const { return false; }
+
+  // ---- Ownership and the optimizer (after the tuners made their parameters).
+  // Decides which rank updates each trainable parameter and logs the shares.
+  virtual void assign_ownership(model::CausalLM& model);
+  // The trainable parameters this rank's optimizer updates, in model order (all of them unless sharded).
+  const std::vector<std::pair<std::string, at::Tensor>>& optimizer_parameters() const { return owned_; }
+  // Every trainable parameter, in model order (what gradients are clipped and unscaled over).
+  const std::vector<at::Tensor>& trainable() const { return trainable_; }
+  // Trainable parameters whose optimizer state another rank keeps (skipped when resuming a sharded state).
+  const std::set<std::string>& trainable_elsewhere() const { return elsewhere_; }
+  // ZeRO-Offload on a GPU: the optimizer state lives in CPU RAM.
+  bool offloads_optimizer() const { return zero_.offload_optimizer; }
+  virtual ParallelFootprint footprint(model::CausalLM& model) const;
+
+  // ---- Training: the points of a step (see the top of this file).
+  // Once, before the first step (after resuming): every rank starts from the same weights.
+  virtual void begin_training(model::CausalLM& model) { (void)model; }
+  virtual void begin_micro_batch(bool last_of_step) { (void)last_of_step; }
+  virtual void before_backward(bool last_of_step) { (void)last_of_step; }
+  virtual void end_micro_batch(bool last_of_step) { (void)last_of_step; }
+  virtual void skip_micro_batch(bool last_of_step) { (void)last_of_step; }
+  // After the step's micro-batches: every rank's gradients are the global batch's (for what this rank updates).
+  virtual void finish_gradients(bool first_step) { (void)first_step; }
+  // The norm of all gradients over the ranks (before clipping), clipping them to max_norm when max_norm > 0.
+  // `overflow` (fp16: this rank's gradients were not finite) becomes whether any rank's were.
+  virtual double clip_gradients(double max_norm, bool& overflow);
+  virtual void before_optimizer_step() {}
+  // `stepped`: the optimizer updated (no overflow). `optimizer_state`: its tensors, for the first step's log.
+  virtual void after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
+    (void)stepped, (void)first_step, (void)optimizer_state;
+  }
+  virtual void end_training() {}
+
+  // ---- Evaluation and checkpoints.
+  virtual void begin_evaluation() {}
+  virtual void end_evaluation() {}
+  // Around writing a checkpoint: what rank 0 saves (every parameter, or the trainable ones: an adapter) is whole in
+  // its RAM between the two.
+  virtual void begin_save(bool trainable_only) { (void)trainable_only; }
+  virtual void end_save() {}
+  // Whether each rank writes its own part of the optimizer state (else rank 0 writes all of it).
+  virtual bool shards_optimizer_state() const { return false; }
+  // This rank's optimizer state file in a checkpoint folder.
+  std::string optimizer_state_file() const;
+  // On rank 0 after the barrier: every rank's optimizer state file reached `dir` (DataError otherwise).
+  void check_optimizer_state(const std::filesystem::path& dir) const;
+
+ protected:
+  // `zero`: --deepspeed as it applies here (stage 0 for one process; offloading only where it does something).
+  ParallelStrategy(std::unique_ptr<ProcessGroup> group, std::string device, ZeroConfig zero);
+  // After a partition: this rank's optimizer updates the trainable parameters `owner_of` gives it (one owner per
+  // trainable parameter, in trainable() order); the others' state is elsewhere.
+  void keep_owned(const std::vector<int>& owner_of);
+  // The bytes each rank owns under `owners` (one per entry of `bytes`).
+  std::vector<double> bytes_per_owner(const std::vector<int64_t>& bytes, const std::vector<int>& owners) const;
+  // "31.3 MiB, 32.4 MiB": per_rank[first, first + n).
+  static std::string bytes_per_rank(const std::vector<double>& per_rank, size_t first, size_t n);
+  // After the first step of a sharded run: the parameter, gradient and optimizer bytes each rank holds, measured
+  // on the tensors, next to what every rank would hold without sharding.
+  void log_held_memory(int zero_stage, model::CausalLM& model, const std::vector<at::Tensor>& optimizer_state);
+  // clip_gradients when each rank holds only its own parameters' gradients: the overflow of any rank counts for
+  // all, and the norm adds every rank's squares.
+  double clip_sharded_gradients(double max_norm, bool& overflow);
+
+  friend std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions&, const std::string&,
+                                                                  const std::string&);
+  std::unique_ptr<ProcessGroup> group_;  // null: one process
+  int local_world_size_ = 1;
+  std::string device_;
+  ZeroConfig zero_;
+  std::vector<std::string> trainable_names_;
+  std::vector<at::Tensor> trainable_;
+  std::vector<std::pair<std::string, at::Tensor>> owned_;
+  std::set<std::string> elsewhere_;
+  int64_t full_parameter_bytes_ = 0, full_trainable_bytes_ = 0;  // before any sharding
+  model::CausalLM model_{nullptr};
+};
+
+// Connects the ranks of `options.env` (a rendezvous problem shows before minutes of loading; on CUDA each rank
+// takes the GPU of its LOCAL_RANK) and returns the strategy the options ask for: one process, data parallelism
+// (ZeRO-0/1/2) or ZeRO-3. Logs what an option changes or does not do here (offloading on a CPU run, ZeRO in one
+// process). `device`: --device; `log_level`: to start the ranks' logging.
+std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& options, const std::string& device,
+                                                         const std::string& log_level);
+
+}  // namespace swift::distributed

@@ -1,0 +1,47 @@
+// What a training command trains for: how a micro-batch is collated, what its loss is a mean over, and which
+// metrics it logs. sft/pt's causal LM loss and rlhf's preference objectives implement it; the trainer
+// (train/trainer.h) runs any of them the same way.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "swift/data/batch.h"
+#include "swift/model/decoder.h"
+
+namespace swift::train {
+
+struct MicroBatchResult {
+  // Divided by the step's normaliser (the units() of all its micro-batches on all ranks) before backward.
+  at::Tensor loss;
+  // [n, 2] float64, detached, on any device: each of metric_names()' (sum, count) in order. A logged value is the
+  // ratio of the two summed over the logging window and the ranks: the loss per token is (summed loss, tokens), a
+  // per-micro-batch mean is (value, 1). The trainer reads it in one copy after queueing the backward.
+  at::Tensor metrics;
+};
+
+class TrainingObjective {
+ public:
+  virtual ~TrainingObjective() = default;
+  // Examples -> one padded micro-batch.
+  virtual data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const = 0;
+  // What the step's loss is a mean over, counted in this micro-batch: its label tokens (sft, a token mean over
+  // the whole step), or 1 (preference losses: a mean over each micro-batch's pairs, then over micro-batches).
+  virtual double units(const data::Batch& batch) const = 0;
+  // Everything compute() reports, in the order it is logged ("loss" first: the loss curve reads it).
+  virtual std::vector<std::string> metric_names() const = 0;
+  // For the memory estimate: sequences per example that keep activations for the backward (pairs: 2), and the
+  // bytes of any other model the objective holds (a loaded reference model).
+  virtual int64_t sequences_per_example() const { return 1; }
+  virtual int64_t extra_weight_bytes() const { return 0; }
+  // Values logged next to them that are computed from them (KTO's rewards/margins); appended in place.
+  virtual void derive_metrics(std::vector<std::pair<std::string, double>>& values) const { (void)values; }
+  // The forward pass(es) of one micro-batch and its loss; runs under the job's autocast, with or without grad.
+  virtual MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) = 0;
+};
+
+}  // namespace swift::train

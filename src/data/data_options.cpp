@@ -1,0 +1,89 @@
+// The data flags into DataOptions (see data_options.h).
+#include "swift/data/data_options.h"
+
+namespace swift::data {
+
+DatasetOptions DataOptions::reading() const {
+  DatasetOptions options;
+  options.builtin = {model_name, model_author, data_seed};
+  options.columns = columns;
+  return options;
+}
+
+std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_scale_default,
+                                         const std::string& loss_scale_help) {
+  using cli::FlagType;
+  return {
+      {"dataset", FlagType::kList, "", "training data: .jsonl/.json/.csv files (path#N samples N rows) or built-ins "
+                                       "(swift/self-cognition, swift/arithmetic)"},
+      {"val_dataset", FlagType::kList, "", "validation data (same forms)"},
+      {"split_dataset_ratio", FlagType::kFloat, "0", "hold out this fraction of --dataset for validation"},
+      {"columns", FlagType::kString, "", "rename columns first, as JSON: '{\"src\": \"query\", \"tgt\": \"response\"}'"},
+      {"model_name", FlagType::kList, "", "for swift/self-cognition: the model's name (Chinese, then English)"},
+      {"model_author", FlagType::kList, "", "for swift/self-cognition: the author (Chinese, then English)"},
+      {"template", FlagType::kString, "", "chat template (default: the checkpoint's args.json, else the family's)"},
+      {"system", FlagType::kString, "", "system prompt replacing the template's default"},
+      {"use_chat_template", FlagType::kBool, pretrain ? "false" : "true", "false: plain text, as pretraining"},
+      {"loss_scale", FlagType::kString, loss_scale_help.empty() ? (pretrain ? "all" : "default") : loss_scale_default,
+       loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all" : loss_scale_help},
+      {"max_length", FlagType::kInt, "0", "tokens per sample at most (0: the model's max_position_embeddings)"},
+      {"truncation_strategy", FlagType::kString, "delete", "longer samples: delete, left or right"},
+      {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
+      {"data_seed", FlagType::kInt, "", "seed for data order and sampling (default: --seed)"},
+  };
+}
+
+std::vector<cli::FlagSpec> training_data_flags() {
+  using cli::FlagType;
+  return {
+      {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
+      {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)"},
+      {"lazy_tokenize", FlagType::kBool, "false", "encode each row when its batch is drawn instead of all up front"},
+      {"streaming", FlagType::kBool, "false", "read --dataset row by row while training (.jsonl line by line; needs --max_steps)"},
+      {"shuffle_buffer_size", FlagType::kInt, "1000", "--streaming: rows held for shuffling (1: file order)"},
+      {"cached_dataset", FlagType::kList, "", "tokenised training data from swift export --to_cached_dataset true (DIR or DIR/train)"},
+      {"cached_val_dataset", FlagType::kList, "", "tokenised validation data from such an export (DIR or DIR/val)"},
+  };
+}
+
+DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& problems) {
+  DataOptions o;
+  o.datasets = flags.list("dataset");
+  o.val_datasets = flags.list("val_dataset");
+  o.split_dataset_ratio = flags.number("split_dataset_ratio");
+  problems.check(o.split_dataset_ratio >= 0 && o.split_dataset_ratio < 1, "--split_dataset_ratio must be in [0, 1)", "e.g. 0.05");
+  o.columns = problems.collect([&] { return parse_columns(flags.str("columns")); }, std::map<std::string, std::string>{});
+  o.model_name = flags.list("model_name");
+  o.model_author = flags.list("model_author");
+  o.template_name = flags.str("template");
+  if (flags.given("system")) o.system = flags.str("system");
+  o.use_chat_template = flags.boolean("use_chat_template");
+  o.loss_scale = flags.str("loss_scale");
+  if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_rule(o.loss_scale); }, templates::LossRule::kDefault);
+  o.max_length = flags.integer("max_length");
+  o.truncation_strategy = flags.str("truncation_strategy");
+  o.truncation = problems.collect([&] { return parse_truncation(o.truncation_strategy); }, Truncation::kDelete);
+  o.num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
+  o.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : static_cast<int64_t>(seed));
+  if (!flags.declared("packing")) return o;
+
+  o.packing = flags.boolean("packing");
+  o.packing_length = flags.integer("packing_length");
+  o.lazy_tokenize = flags.boolean("lazy_tokenize");
+  o.streaming = flags.boolean("streaming");
+  o.shuffle_buffer_size = flags.integer("shuffle_buffer_size");
+  o.cached_dataset = flags.list("cached_dataset");
+  o.cached_val_dataset = flags.list("cached_val_dataset");
+  const bool lazy = o.lazy_tokenize, streaming = o.streaming;
+  problems.check(!(lazy && streaming), "--lazy_tokenize and --streaming do not go together (as ms-swift)",
+                 "--streaming already encodes rows as they are drawn: drop --lazy_tokenize");
+  problems.check(!o.packing || (!lazy && !streaming),
+                 std::string("--packing needs every sample encoded up front, so not --") + (lazy ? "lazy_tokenize" : "streaming"),
+                 "drop --packing, or encode up front (--lazy_tokenize false --streaming false)");
+  problems.check(o.cached_dataset.empty() || (!lazy && !streaming),
+                 std::string("--cached_dataset is already tokenised; --") + (lazy ? "lazy_tokenize" : "streaming") + " does not apply",
+                 "drop --lazy_tokenize/--streaming, or train from --dataset");
+  return o;
+}
+
+}  // namespace swift::data

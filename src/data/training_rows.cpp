@@ -1,0 +1,48 @@
+// Loading the rows of a training job and the template that encodes them (see training_rows.h).
+#include "swift/data/training_rows.h"
+
+#include "swift/template/select.h"
+#include "swift/template/template_meta.h"
+
+namespace swift::data {
+
+TrainingTemplate training_template(const DataOptions& options, const tokenizer::Tokenizer& tokenizer,
+                                   const std::filesystem::path& model_dir, const std::string& family_default,
+                                   const std::string& model_type) {
+  templates::TemplateOptions template_options;
+  template_options.system = options.system;
+  template_options.row_kind = options.row_kind;
+  template_options.loss_rule = templates::parse_loss_rule(options.loss_scale);
+  TrainingTemplate t;
+  if (!options.use_chat_template) {
+    t.chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), tokenizer, template_options);
+    return t;
+  }
+  const auto choice = templates::choose_template(options.template_name, {model_dir}, family_default,
+                                                 "the default for model_type " + model_type);
+  t.name = choice.name;
+  t.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), tokenizer, template_options);
+  return t;
+}
+
+CacheInfo cache_identity(const DataOptions& options, const std::string& template_name, const tokenizer::Tokenizer& tokenizer) {
+  CacheInfo info;
+  info.template_name = template_name;
+  info.loss_scale = options.loss_scale;
+  info.system = options.system;
+  info.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer);
+  return info;
+}
+
+TrainRows load_train_rows(const DataOptions& options) {
+  const auto reading = options.reading();
+  TrainRows rows;
+  if (!options.datasets.empty()) rows.train = load_datasets(options.datasets, options.data_seed, "--dataset", reading);
+  if (!options.val_datasets.empty())
+    rows.val = load_datasets(options.val_datasets, options.data_seed, "--val_dataset", reading);
+  auto held_out = split_off_validation(rows.train, options.split_dataset_ratio, options.data_seed);
+  rows.val.insert(rows.val.end(), std::make_move_iterator(held_out.begin()), std::make_move_iterator(held_out.end()));
+  return rows;
+}
+
+}  // namespace swift::data

@@ -1,0 +1,30 @@
+// --ddp_* / --deepspeed / --fsdp into ParallelOptions (see parallel_options.h).
+#include "swift/distributed/parallel_options.h"
+
+namespace swift::distributed {
+
+std::vector<cli::FlagSpec> parallel_flags() {
+  using cli::FlagType;
+  return {
+      {"ddp_timeout", FlagType::kInt, "1800", "seconds a rank waits for the others (rendezvous, each collective) before failing"},
+      {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo (on GPUs staged through CPU RAM: slow, but several ranks may share one GPU)"},
+      {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and parameters), *_offload, or a DeepSpeed JSON file"},
+      {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: full_shard (zero3), shard_grad_op (zero2), no_shard (zero0)"},
+  };
+}
+
+ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpointing, cli::Problems& problems) {
+  ParallelOptions options;
+  options.env = problems.collect([] { return read_dist_env(); }, DistEnv{});
+  options.timeout_seconds = std::max<int64_t>(1, flags.integer("ddp_timeout"));
+  options.backend = flags.str("ddp_backend");
+  options.zero = problems.collect(
+      [&] { return parse_deepspeed(sharding_spec(flags.str("deepspeed"), flags.str("fsdp"))); }, ZeroConfig{});
+  problems.check(options.zero.stage < 3 || !options.env.distributed() || gradient_checkpointing,
+                 "--deepspeed " + options.zero.source + ": ZeRO-3 needs gradient checkpointing (layers are gathered again "
+                 "for their recomputation in backward)",
+                 "drop --gradient_checkpointing false");
+  return options;
+}
+
+}  // namespace swift::distributed

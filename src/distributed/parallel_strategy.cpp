@@ -1,0 +1,233 @@
+// What every strategy shares (one process needs nothing more), and choosing the strategy the options ask for.
+#include "swift/distributed/parallel_strategy.h"
+
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "swift/core/bytes.h"
+#include "swift/core/device.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/core/memory.h"
+#include "swift/distributed/data_parallel.h"
+#include "swift/distributed/gradient_norm.h"
+#include "swift/distributed/zero3_strategy.h"
+#include "swift/model/param_sharding.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::distributed {
+
+namespace {
+
+int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
+
+// The process's memory high-water mark (the GPU's peak reserved memory, or the peak resident set), in bytes.
+double memory_high_water_bytes(const c10::Device& device) {
+  return peak_memory_gib(device.is_cuda() ? device.index() : -1) * (1 << 30);
+}
+
+// One process: nothing to connect, share or reduce.
+class SingleProcess : public ParallelStrategy {
+ public:
+  SingleProcess(std::string device, ZeroConfig zero) : ParallelStrategy(nullptr, std::move(device), std::move(zero)) {}
+};
+
+}  // namespace
+
+ParallelStrategy::ParallelStrategy(std::unique_ptr<ProcessGroup> group, std::string device, ZeroConfig zero)
+    : group_(std::move(group)), device_(std::move(device)), zero_(std::move(zero)) {}
+
+ParallelStrategy::~ParallelStrategy() = default;
+
+std::vector<double> ParallelStrategy::sum(const std::vector<double>& values) {
+  return group_ ? group_->sum(values) : values;
+}
+
+std::string ParallelStrategy::share(const std::string& key, const std::string& value) {
+  return group_ ? group_->share(key, value) : value;
+}
+
+void ParallelStrategy::barrier() {
+  if (group_) group_->barrier();
+}
+
+std::pair<size_t, size_t> ParallelStrategy::local_range(size_t n) const {
+  const size_t world = static_cast<size_t>(world_size());
+  if (world == 1) return {0, n};
+  const size_t per_rank = (n + world - 1) / world;
+  const size_t begin = std::min(n, per_rank * static_cast<size_t>(rank()));
+  return {begin, std::min(n, begin + per_rank)};
+}
+
+model::PlacementPlan ParallelStrategy::placement_plan(const std::vector<std::string>& removed) {
+  (void)removed;
+  return {};
+}
+
+void ParallelStrategy::log_loaded(const model::CausalLM& model, double memory_before) {
+  if (!group_) return;
+  const c10::Device device = model->device();
+  const size_t world = static_cast<size_t>(world_size()), me = static_cast<size_t>(rank());
+  std::vector<double> per_rank(2 * world, 0.0);  // [high-water mark per rank..., raised by loading per rank...]
+  per_rank[me] = memory_high_water_bytes(device);
+  per_rank[world + me] = per_rank[me] - memory_before;
+  per_rank = group_->sum(per_rank);
+  const auto params = model->parameters();
+  const bool sharded = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return !model::holds_values(p); });
+  log_info("model loaded; memory high-water mark per rank (", device.is_cuda() ? "GPU" : "RAM", "): ",
+           bytes_per_rank(per_rank, 0, world), ", raised by loading: ", bytes_per_rank(per_rank, world, world),
+           sharded ? " (ZeRO-3: each rank read only the parameters it owns)" : "");
+}
+
+void ParallelStrategy::assign_ownership(model::CausalLM& model) {
+  model_ = model;
+  for (const auto& item : model->named_parameters()) {
+    full_parameter_bytes_ += bytes_of(item.value());
+    if (!item.value().requires_grad()) continue;
+    trainable_names_.push_back(item.key());
+    trainable_.push_back(item.value());
+    full_trainable_bytes_ += bytes_of(item.value());
+    owned_.emplace_back(item.key(), item.value());
+  }
+}
+
+ParallelFootprint ParallelStrategy::footprint(model::CausalLM& model) const {
+  ParallelFootprint f;
+  f.zero_stage = zero_.stage;
+  f.world_size = world_size();
+  f.bucket_bytes = zero_.reduce_bucket_bytes;
+  f.optimizer_offloaded = zero_.offload_optimizer;
+  f.params_offloaded = zero_.offload_param && model->device().is_cuda();
+  return f;
+}
+
+double ParallelStrategy::clip_gradients(double max_norm, bool& overflow) {
+  (void)overflow;  // summed gradients are the same on every rank: so are the overflow and the norm
+  return max_norm > 0 ? torch::nn::utils::clip_grad_norm_(trainable_, max_norm)
+                      : gradient_norm(trainable_);  // logged, nothing clipped
+}
+
+double ParallelStrategy::clip_sharded_gradients(double max_norm, bool& overflow) {
+  overflow = group_->sum({overflow ? 1.0 : 0.0})[0] > 0;
+  const double local = gradient_norm(trainable_);
+  const double norm = std::sqrt(group_->sum({local * local})[0]);
+  const double coefficient = max_norm / (norm + 1e-6);  // as clip_grad_norm_
+  if (max_norm > 0 && coefficient < 1.0) scale_gradients(trainable_, coefficient);
+  return norm;
+}
+
+std::string ParallelStrategy::optimizer_state_file() const {
+  return shards_optimizer_state() ? optimizer_shard_name(rank(), world_size()) : "optimizer.safetensors";
+}
+
+void ParallelStrategy::check_optimizer_state(const fs::path& dir) const {
+  if (!shards_optimizer_state()) return;
+  for (int r = 0; r < world_size(); ++r)
+    SWIFT_CHECK(fs::exists(dir / optimizer_shard_name(r, world_size())), DataError,
+                "rank " + std::to_string(r) + "'s optimizer shard did not reach " + dir.string(),
+                "ZeRO checkpoints need --output_dir on a filesystem every node shares");
+}
+
+void ParallelStrategy::keep_owned(const std::vector<int>& owner_of) {
+  owned_.clear();
+  elsewhere_.clear();
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    if (owner_of[i] == rank()) owned_.emplace_back(trainable_names_[i], trainable_[i]);
+    else elsewhere_.insert(trainable_names_[i]);
+  }
+}
+
+std::vector<double> ParallelStrategy::bytes_per_owner(const std::vector<int64_t>& bytes, const std::vector<int>& owners) const {
+  std::vector<double> per_rank(static_cast<size_t>(world_size()), 0.0);
+  for (size_t i = 0; i < bytes.size(); ++i) per_rank[static_cast<size_t>(owners[i])] += static_cast<double>(bytes[i]);
+  return per_rank;
+}
+
+std::string ParallelStrategy::bytes_per_rank(const std::vector<double>& per_rank, size_t first, size_t n) {
+  std::string out;
+  for (size_t r = 0; r < n; ++r) {
+    if (r > 0) out += ", ";
+    out += format_bytes(per_rank[first + r]);
+  }
+  return out;
+}
+
+void ParallelStrategy::log_held_memory(int zero_stage, model::CausalLM& model,
+                                       const std::vector<at::Tensor>& optimizer_state) {
+  const c10::Device device = model->device();
+  const size_t world = static_cast<size_t>(world_size());
+  std::vector<double> per_rank(2 * world, 0.0);  // [device bytes per rank..., CPU RAM bytes per rank...]
+  auto add = [&](const at::Tensor& t) {
+    per_rank[static_cast<size_t>(rank()) + (t.device() == device ? 0 : world)] += static_cast<double>(bytes_of(t));
+  };
+  for (const auto& p : model->parameters()) add(p);  // parameter sharding: released parameters hold nothing
+  for (const auto& p : trainable_)
+    if (p.grad().defined()) add(p.grad());
+  for (const auto& t : optimizer_state) add(t);
+  const double unsharded = static_cast<double>(full_parameter_bytes_) + 3.0 * static_cast<double>(full_trainable_bytes_);
+  per_rank = group_->sum(per_rank);
+  double largest = 0, host_total = 0;
+  for (size_t r = 0; r < world; ++r) {
+    largest = std::max(largest, per_rank[r]);
+    host_total += per_rank[world + r];
+  }
+  char ratio[32];
+  std::snprintf(ratio, sizeof(ratio), "%.2f", largest / unsharded);
+  log_info("ZeRO-", zero_stage, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
+           bytes_per_rank(per_rank, 0, world), "; without ZeRO ", format_bytes(unsharded), " on every rank (largest share ",
+           ratio, "x that)", host_total > 0 ? "; offloaded to CPU RAM: " + bytes_per_rank(per_rank, world, world) : std::string());
+}
+
+std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& options, const std::string& device_flag,
+                                                         const std::string& log_level) {
+  std::string device = device_flag;
+  std::unique_ptr<ProcessGroup> group;
+  if (options.env.distributed()) {
+    init_logging(log_level, options.env.rank, options.env.world_size);
+    if (parse_device(device).is_cuda()) {  // one GPU per local rank; with Slurm's per-task binding each rank sees only its own
+      const int visible = static_cast<int>(torch::cuda::device_count());
+      device = "cuda:" + std::to_string(options.env.local_rank % std::max(1, visible));
+    }
+    GroupOptions group_options;
+    group_options.timeout = std::chrono::seconds(options.timeout_seconds);
+    group_options.backend = options.backend;
+    group = ProcessGroup::connect(options.env, parse_device(device), group_options);
+  }
+
+  ZeroConfig zero = options.zero;
+  const bool cuda = parse_device(device).is_cuda();
+  if (zero.stage > 0 && !group) {
+    log_info("--deepspeed ", zero.source, ": one process has nothing to shard; training without ZeRO");
+    zero.stage = 0;
+  }
+  if (zero.offload_param && zero.stage != 3) {  // as DeepSpeed: parameters are offloaded by ZeRO-3 only
+    log_info("--deepspeed ", zero.source, ": offload_param applies to ZeRO-3 over several ranks; the parameters stay ",
+             cuda ? "on the GPU" : "where they are");
+    zero.offload_param = false;
+  }
+  if (zero.offload_param) {
+    log_info("ZeRO-3 offload_param: each rank keeps its parameters in CPU RAM between uses",
+             cuda ? " (pinned), copied to the GPU for each gather"
+                  : "; on a CPU run that is the memory they would be in anyway (the GPU's path, nothing saved)");
+    if (cuda && !zero.offload_optimizer) {
+      log_info("offload_param: the AdamW state goes to CPU RAM too, where the parameters are updated");
+      zero.offload_optimizer = true;
+    }
+  }
+  if (zero.offload_optimizer && !cuda)
+    log_info("--deepspeed ", zero.source, ": offload_optimizer has no effect on a CPU run: the optimizer runs there already");
+  // ZeRO-Offload on a GPU (one process too): the AdamW moments and fp32 master weights in CPU RAM.
+  zero.offload_optimizer = zero.offload_optimizer && cuda;
+  if (!group) return std::make_unique<SingleProcess>(device, zero);
+  std::unique_ptr<ParallelStrategy> strategy;
+  if (zero.stage == 3) strategy = std::make_unique<Zero3Strategy>(std::move(group), device, zero);
+  else strategy = std::make_unique<DataParallel>(std::move(group), device, zero);
+  strategy->local_world_size_ = options.env.local_world_size;
+  return strategy;
+}
+
+}  // namespace swift::distributed

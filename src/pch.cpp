@@ -1,0 +1,1 @@
+// The translation unit that builds the one precompiled header (src/pch.h) the LibTorch areas share.

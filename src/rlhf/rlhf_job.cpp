@@ -1,0 +1,123 @@
+// swift rlhf's part of the training job (see rlhf_job.h): the reference model (the base with the adapter switched
+// off for LoRA, a loaded copy for full fine-tuning; none for CPO, SimPO, ORPO, RM), KTO's KL rows and the reward
+// model's score head.
+#include "swift/rlhf/rlhf_job.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/quant/quantized_loading.h"
+#include "swift/rlhf/preference_objectives.h"
+#include "swift/tuners/lora.h"
+
+namespace swift::rlhf {
+
+namespace {
+
+// rm: the policy becomes a *ForSequenceClassification model with one output (ms-swift's task_type seq_cls,
+// num_labels 1); with LoRA the new head is trained in full and saved with the adapter, as PEFT's SEQ_CLS task.
+train::ModelChange make_reward_model(model::CausalLM& policy, uint64_t seed, int64_t pad_id) {
+  if (!policy->is_sequence_classifier()) {  // a checkpoint being resumed already is one
+    policy->make_sequence_classifier(1, seed, pad_id);
+    log_info("reward model: a score head (1 output) replaces lm_head; saved as ",
+             policy->config().raw["architectures"][0].get<std::string>());
+  }
+  return {{"score"}, "SEQ_CLS"};
+}
+
+// The reply of a conversation: its messages after the last user or tool turn.
+nlohmann::json::const_iterator reply_start(const nlohmann::json& messages) {
+  auto start = messages.begin();
+  for (auto it = messages.begin(); it != messages.end(); ++it)
+    if ((*it)["role"] == "user" || (*it)["role"] == "tool") start = it + 1;
+  return start;
+}
+
+// KTO's KL term compares the policy and the reference on replies that do not answer their prompt: each row gets
+// "kl_messages", its own prompt followed by the reply of the row before it in a seeded shuffle (ms-swift pairs
+// rows the same way, within each global batch of its shuffled data).
+void add_kl_conversations(std::vector<nlohmann::json>& rows, uint64_t seed, const std::string& what) {
+  if (rows.empty()) return;
+  SWIFT_CHECK(rows.size() >= 2, DataError, "--rlhf_type kto needs at least 2 rows in " + what,
+              "its KL term pairs each prompt with another row's reply");
+  std::vector<size_t> order(rows.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t j = 0; j < order.size(); ++j) {
+    const auto& own = rows[order[j]]["messages"];
+    const auto& other = rows[order[(j + order.size() - 1) % order.size()]]["messages"];
+    nlohmann::json kl(own.begin(), reply_start(own));
+    for (auto it = reply_start(other); it != other.end(); ++it) kl.push_back(*it);
+    rows[order[j]]["kl_messages"] = kl;
+  }
+}
+
+// As ms-swift (TRL's disable_dropout, on by default for every preference trainer): no dropout, LoRA's included.
+void turn_dropout_off(const train::ObjectiveContext& ctx) {
+  if (!ctx.options.tuner.adapter()) return;
+  if (ctx.options.tuner.lora.lora_dropout != 0)
+    log_info("--lora_dropout ", ctx.options.tuner.lora.lora_dropout,
+             " has no effect in swift rlhf: preference training turns dropout off, as ms-swift");
+  model::CausalLM policy = ctx.policy;  // a handle: the same module
+  tuners::set_lora_dropout(policy, 0.0);
+}
+
+// The frozen reference of DPO and KTO: null for the policy with its adapter switched off (LoRA), else --ref_model
+// (default --model) loaded as the policy was.
+model::CausalLM reference_model(const train::ObjectiveContext& ctx, const RlhfOptions& options) {
+  const train::TrainingOptions& t = ctx.options;
+  const bool lora = t.tuner.adapter();
+  const bool adapters_trained_in_full = lora && !t.tuner.lora.modules_to_save.empty();
+  if (lora && options.ref_model.empty() && !adapters_trained_in_full) {
+    log_info("reference model: the base model (the LoRA adapter switched off for the reference pass)");
+    return model::CausalLM{nullptr};
+  }
+  const std::filesystem::path dir = options.ref_model.empty() ? t.model.dir : options.ref_model;
+  SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
+              "ZeRO-3 shards the policy; a separate reference model (" + dir.string() + ") is not supported with it",
+              "use --train_type lora (the reference is the base with the adapter off) or --deepspeed zero2");
+  // As the policy was loaded (--init_strategy: the same weights), but full fine-tuning's fp32 masters are not
+  // needed for a frozen model: it keeps --torch_dtype (as ms-swift loads it; auto: the checkpoint's).
+  model::LoadOptions load = ctx.load;
+  if (!lora) load.dtype = t.model.torch_dtype;
+  if (adapters_trained_in_full)
+    log_info("reference model: ", dir.string(), " (--modules_to_save trains base weights, so the adapter-off "
+             "policy is not the base)");
+  else
+    log_info("reference model: ", dir.string(), " (frozen)");
+  auto reference = with_context("loading the reference model " + dir.string(),
+                                [&] { return quant::load_model(dir, load, ctx.quantization); });
+  reference->eval();
+  for (auto& p : reference->parameters()) p.set_requires_grad(false);
+  return reference;
+}
+
+}  // namespace
+
+train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
+  train::TrainingHooks hooks;
+  if (options.reward_model()) {
+    hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {
+      turn_dropout_off(ctx);
+      return reward_model_objective(options.center_rewards_coefficient);
+    };
+    const uint64_t seed = options.training.seed;
+    hooks.prepare_model = [seed](model::CausalLM& policy, int64_t pad_id) { return make_reward_model(policy, seed, pad_id); };
+    hooks.removed_parameters = {model::kLmHeadWeight};
+    return hooks;
+  }
+  hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {
+    turn_dropout_off(ctx);
+    model::CausalLM reference = options.preference.needs_reference() ? reference_model(ctx, options) : model::CausalLM{nullptr};
+    return options.preference.method == PreferenceMethod::kKto ? kto_objective(options.preference, std::move(reference))
+                                                               : pair_objective(options.preference, std::move(reference));
+  };
+  if (options.preference.needs_kl_rows()) hooks.prepare_rows = add_kl_conversations;
+  return hooks;
+}
+
+}  // namespace swift::rlhf

@@ -1,0 +1,89 @@
+// The run folder's logs (see training_log.h).
+#include "swift/train/training_log.h"
+
+#include "swift/core/logging.h"
+#include "swift/core/memory.h"
+#include "swift/io/hf_config.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::train {
+
+TrainingLog::TrainingLog(const fs::path& output_dir, bool add_version, const nlohmann::json& args,
+                         distributed::ParallelStrategy& parallel)
+    : parallel_(parallel) {
+  if (parallel.main_rank()) run_dir_ = create_run_dir(output_dir, add_version);
+  run_dir_ = parallel.share("run_dir", run_dir_.string());
+  if (!parallel.main_rank()) return;
+  io::write_json_file(run_dir_ / "args.json", args);
+  jsonl_.emplace(run_dir_ / "logging.jsonl");
+  tensorboard_.emplace(run_dir_ / "runs");
+}
+
+void TrainingLog::begin(int64_t start_step, int64_t total_steps, int64_t steps_per_epoch, c10::Device device) {
+  device_ = device;
+  start_step_ = start_step;
+  total_steps_ = total_steps;
+  steps_per_epoch_ = steps_per_epoch;
+  start_ = std::chrono::steady_clock::now();
+}
+
+void TrainingLog::add_step(double grad_norm) {
+  window_grad_norm_ += grad_norm;
+  ++window_steps_;
+}
+
+void TrainingLog::log_train(int64_t done, MetricWindow& window, const TrainingObjective& objective, double learning_rate) {
+  window.reduce(parallel_);
+  const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  nlohmann::ordered_json row;
+  std::vector<std::pair<std::string, double>> scalars;
+  auto values = window.values();
+  objective.derive_metrics(values);
+  for (const auto& [name, v] : values) {
+    row[name] = v;
+    scalars.emplace_back("train/" + name, v);
+  }
+  row["grad_norm"] = window_grad_norm_ / static_cast<double>(window_steps_);
+  row["learning_rate"] = learning_rate;
+  row["memory(GiB)"] = peak_memory_gib(device_.is_cuda() ? device_.index() : -1);
+  row["train_speed(iter/s)"] = static_cast<double>(done - start_step_) / elapsed;
+  row["epoch"] = static_cast<double>(done) / static_cast<double>(steps_per_epoch_);
+  row["global_step/max_steps"] = std::to_string(done) + "/" + std::to_string(total_steps_);
+  row["percentage"] = 100.0 * static_cast<double>(done) / static_cast<double>(total_steps_);
+  row["elapsed_time"] = format_duration(elapsed);
+  row["remaining_time"] = format_duration(elapsed / static_cast<double>(done - start_step_) * static_cast<double>(total_steps_ - done));
+  if (jsonl_) jsonl_->write(row);
+  log_info(format_log_row(row));
+  scalars.emplace_back("train/grad_norm", row["grad_norm"].get<double>());
+  scalars.emplace_back("train/learning_rate", row["learning_rate"].get<double>());
+  if (tensorboard_) tensorboard_->add_scalars(scalars, done);
+  loss_curve_.steps.push_back(static_cast<double>(done));
+  loss_curve_.values.push_back(row["loss"].get<double>());
+  window.clear();
+  window_grad_norm_ = 0;
+  window_steps_ = 0;
+}
+
+void TrainingLog::log_eval(int64_t done, const std::vector<std::pair<std::string, double>>& metrics) {
+  nlohmann::ordered_json row;
+  std::vector<std::pair<std::string, double>> scalars;
+  for (const auto& [name, v] : metrics) {
+    row["eval_" + name] = v;
+    scalars.emplace_back("eval/" + name, v);
+  }
+  row["global_step/max_steps"] = std::to_string(done) + "/" + std::to_string(total_steps_);
+  if (jsonl_) jsonl_->write(row);
+  log_info(format_log_row(row));
+  if (tensorboard_) tensorboard_->add_scalars(scalars, done);
+  eval_curve_.steps.push_back(static_cast<double>(done));
+  eval_curve_.values.push_back(row["eval_loss"].get<double>());
+}
+
+void TrainingLog::finish() {
+  if (!parallel_.main_rank()) return;
+  write_loss_plot(run_dir_ / "images" / "train_loss.png", {loss_curve_});
+  if (!eval_curve_.values.empty()) write_loss_plot(run_dir_ / "images" / "eval_loss.png", {eval_curve_});
+}
+
+}  // namespace swift::train

@@ -1,0 +1,202 @@
+// A training command's flags into TrainingOptions (see training_options.h).
+#include "swift/train/training_options.h"
+
+#include "swift/core/device.h"
+#include "swift/quant/quant_flags.h"
+#include "swift/tuners/lora_options.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::train {
+
+namespace {
+
+// Flags of ms-swift command lines that swift accepts but that change nothing, and what swift does instead.
+const std::vector<std::pair<std::string, std::string>>& flags_without_effect() {
+  static const std::vector<std::pair<std::string, std::string>> kWhy = {
+      {"dataloader_num_workers", "batches are assembled in-process; --dataset_num_proc sets the tokenising threads"},
+      {"attn_impl", "attention is LibTorch's scaled_dot_product_attention (fused flash/memory-efficient kernels)"},
+      {"use_hf", "models and datasets are local paths or swift's built-ins; nothing is downloaded"},
+      {"report_to", "TensorBoard events are always written under the run folder's runs/"},
+  };
+  return kWhy;
+}
+
+// --torch_dtype, --bf16 and --fp16 into the load, compute and save dtypes. Full fine-tuning keeps fp32 master
+// weights: --torch_dtype bfloat16 then means bf16 compute (autocast) and bf16 checkpoints. LoRA keeps the frozen
+// base in --torch_dtype and the adapter in --lora_dtype (fp32). --bf16/--fp16 (transformers' mixed-precision
+// switches) choose the compute dtype over whatever was loaded.
+void resolve_precision(const cli::Flags& flags, bool adapter, ModelOptions& m, cli::Problems& problems) {
+  auto dtype = problems.collect([&] { return parse_dtype(flags.str("torch_dtype")); }, std::optional<c10::ScalarType>{});
+  m.torch_dtype = dtype;
+  const bool bf16 = flags.boolean("bf16"), fp16 = flags.boolean("fp16");
+  problems.check(!(bf16 && fp16), "--bf16 and --fp16 are both true", "choose one mixed-precision dtype");
+  std::optional<c10::ScalarType> mixed;
+  if (bf16 || fp16) {
+    mixed = bf16 ? c10::kBFloat16 : c10::kHalf;
+    problems.check(!dtype || *dtype == *mixed || *dtype == c10::kFloat,
+                   std::string("--") + (bf16 ? "bf16" : "fp16") + " true contradicts --torch_dtype " + flags.str("torch_dtype"),
+                   "drop one of them, or load float32 weights and compute in the mixed dtype");
+    if (!dtype) dtype = mixed;
+  }
+  m.load_dtype = adapter ? dtype : std::optional<c10::ScalarType>(c10::kFloat);
+  if (!adapter && dtype && (*dtype == c10::kBFloat16 || *dtype == c10::kHalf)) {
+    m.autocast = *dtype;
+    m.save_dtype = *dtype;
+  }
+  if (mixed) m.autocast = mixed;  // fp32 weights (full, or a LoRA base loaded in float32) computed in bf16/fp16
+  // float16's narrow range underflows small gradients: scale the loss (full and LoRA over an fp16 base).
+  m.loss_scaling = (dtype && *dtype == c10::kHalf) || fp16;
+}
+
+}  // namespace
+
+std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
+  using cli::FlagType;
+  std::vector<cli::FlagSpec> flags = {
+      {"model", FlagType::kString, "", "Hugging Face model folder to start from"},
+      {"init_strategy", FlagType::kString, "", "train from scratch: initialise a folder that has only config.json"},
+      {"train_type", FlagType::kString, d.pretrain ? "full" : "lora",
+       "full, lora, or qlora (lora on a 4-bit NF4 base: --quant_method bnb --quant_bits 4)", {"tuner_type", "sft_type"}},
+  };
+  auto add = [&](const std::vector<cli::FlagSpec>& more) { flags.insert(flags.end(), more.begin(), more.end()); };
+  add(data::dataset_flags(d.pretrain, d.loss_scale_default, d.loss_scale_help));
+  add(data::training_data_flags());
+  add({
+      {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
+      {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
+      {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size"}},
+      {"per_device_eval_batch_size", FlagType::kInt, "1", "samples per evaluation batch"},
+      {"gradient_accumulation_steps", FlagType::kInt, "0", "micro-batches per optimizer step (0: enough for 16 samples)"},
+      {"learning_rate", FlagType::kFloat, "", "peak learning rate (default 1e-4 for lora, 1e-5 for full)"},
+      {"weight_decay", FlagType::kFloat, "0.1", "AdamW weight decay (not on biases and norms)"},
+      {"adam_beta1", FlagType::kFloat, "0.9", "AdamW beta1"},
+      {"adam_beta2", FlagType::kFloat, "0.95", "AdamW beta2"},
+      {"adam_epsilon", FlagType::kFloat, "1e-8", "AdamW epsilon"},
+      {"lr_scheduler_type", FlagType::kString, "cosine", "linear, cosine, constant, constant_with_warmup, cosine_with_min_lr"},
+      {"min_lr_rate", FlagType::kFloat, "", "cosine_with_min_lr: the floor as a fraction of --learning_rate"},
+      {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)"},
+      {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
+      {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
+      {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)"},
+      {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)"},
+      {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
+  });
+  add(tuners::lora_flags(d.lora_dropout_default, d.lora_dropout_help));
+  add({
+      {"output_dir", FlagType::kString, "", "run folder root (default: output/<model name>)"},
+      {"add_version", FlagType::kBool, "true", "put the run in <output_dir>/v<N>-<time>/"},
+      {"logging_steps", FlagType::kInt, "5", "log every N optimizer steps"},
+      {"eval_steps", FlagType::kInt, "0", "evaluate every N steps (0: at --save_steps)"},
+      {"save_steps", FlagType::kInt, "500", "save a checkpoint every N steps (and always at the end)"},
+      {"save_total_limit", FlagType::kInt, "0", "keep only the newest N checkpoints (0: all)"},
+      {"save_only_model", FlagType::kBool, "false", "checkpoints without optimizer and trainer state"},
+      {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
+      {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
+      {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
+  });
+  // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
+  add(distributed::parallel_flags());
+  // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
+  add({
+      {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
+      {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
+      {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
+      {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
+  });
+  add(quant::quant_flags());
+  add(cli::common_flags());
+  return flags;
+}
+
+TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problems) {
+  TrainingOptions o;
+  o.command = flags.command();
+  o.seed = static_cast<uint64_t>(flags.integer("seed"));
+  o.device = flags.str("device");
+  o.log_level = flags.str("log_level");
+  o.args = flags.to_json();
+  for (const auto& [name, why] : flags_without_effect())
+    if (flags.given(name)) o.notes.push_back("--" + name + " has no effect in swift: " + why);
+
+  // The tuner first: the precision and the learning rate depend on it.
+  const std::string train_type = flags.str("train_type");
+  problems.check(train_type == "full" || train_type == "lora" || train_type == "qlora",
+                 "--train_type " + train_type + " is not available", "use full, lora or qlora");
+  TunerOptions& t = o.tuner;
+  t.type = train_type == "full" ? TrainType::kFull : train_type == "qlora" ? TrainType::kQLora : TrainType::kLora;
+  // QLoRA: the frozen base quantized (bitsandbytes' formats), LoRA on top. --train_type qlora alone means NF4.
+  t.quantization = problems.collect(
+      [&] { return quant::quant_config_from_flags(flags, t.type == TrainType::kQLora ? 4 : 0); }, std::optional<quant::QuantConfig>{});
+  problems.check(!t.quantization || t.adapter(),
+                 "--quant_bits " + std::to_string(t.quantization ? t.quantization->bits : 0) +
+                     " with --train_type full: quantized weights cannot be trained",
+                 "use --train_type lora (QLoRA: LoRA on the quantized base) or drop --quant_method/--quant_bits");
+  if (t.adapter()) {
+    t.lora = tuners::lora_config(flags, problems);
+    problems.collect([&] { tuners::validate(t.lora); return 0; }, 0);
+  }
+
+  ModelOptions& m = o.model;
+  m.dir = flags.str("model");
+  problems.check(!m.dir.empty(), "swift " + o.command + " needs --model", "e.g. --model configs/models/qwen3-tiny --init_strategy normal");
+  m.init_strategy = flags.str("init_strategy");
+  m.gradient_checkpointing = flags.boolean("gradient_checkpointing");
+  resolve_precision(flags, t.adapter(), m, problems);
+
+  o.data = data::data_options(flags, o.seed, problems);
+  problems.check(!o.data.datasets.empty() || !o.data.cached_dataset.empty(), "swift " + o.command + " needs --dataset",
+                 "e.g. --dataset data.jsonl or --dataset swift/self-cognition --model_name Tiny --model_author Me");
+
+  OptimizerOptions& opt = o.optimizer;
+  opt.learning_rate = flags.given("learning_rate") ? flags.number("learning_rate") : (t.adapter() ? 1e-4 : 1e-5);
+  opt.weight_decay = flags.number("weight_decay");
+  opt.beta1 = flags.number("adam_beta1");
+  opt.beta2 = flags.number("adam_beta2");
+  opt.epsilon = flags.number("adam_epsilon");
+  opt.max_grad_norm = flags.number("max_grad_norm");
+
+  ScheduleOptions& s = o.schedule;
+  s.type_name = flags.str("lr_scheduler_type");
+  s.type = problems.collect([&] { return parse_lr_scheduler_type(s.type_name); }, LrSchedulerType::kCosine);
+  if (s.type == LrSchedulerType::kCosineWithMinLr) s.min_lr_rate = flags.given("min_lr_rate") ? flags.number("min_lr_rate") : 0.1;
+  s.warmup_ratio = flags.number("warmup_ratio");
+  s.warmup_steps = flags.number("warmup_steps");
+  s.num_train_epochs = flags.number("num_train_epochs");
+  s.max_steps = flags.integer("max_steps");
+  problems.check(!o.data.streaming || s.max_steps > 0, "--streaming needs --max_steps",
+                 "a stream's length is not known in advance: give e.g. --max_steps 1000");
+
+  LoopOptions& l = o.loop;
+  l.per_device_train_batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
+  l.per_device_eval_batch_size = flags.integer("per_device_eval_batch_size");
+  l.gradient_accumulation_steps = flags.integer("gradient_accumulation_steps");
+  l.logging_steps = std::max<int64_t>(1, flags.integer("logging_steps"));
+  l.save_steps = std::max<int64_t>(1, flags.integer("save_steps"));
+  l.eval_steps = flags.integer("eval_steps") > 0 ? flags.integer("eval_steps") : l.save_steps;
+  l.save_total_limit = flags.integer("save_total_limit");
+  l.save_only_model = flags.boolean("save_only_model");
+  l.output_dir = flags.str("output_dir");
+  if (l.output_dir.empty() && !m.dir.empty()) l.output_dir = fs::path("output") / fs::absolute(m.dir).lexically_normal().filename();
+  l.add_version = flags.boolean("add_version");
+  l.resume_from_checkpoint = flags.str("resume_from_checkpoint");
+  l.resume_only_model = flags.boolean("resume_only_model");
+  l.ignore_data_skip = flags.boolean("ignore_data_skip");
+  if (const fs::path& resume = l.resume_from_checkpoint; !resume.empty()) {
+    if (!fs::is_directory(resume)) {
+      problems.add(DataError("--resume_from_checkpoint " + resume.string() + " is not a folder",
+                             "give a checkpoint-<step> folder of an earlier run"));
+    } else {
+      const bool adapter = fs::exists(resume / "adapter_config.json");
+      problems.check(adapter == t.adapter(),
+                     "--resume_from_checkpoint " + resume.string() + " holds a " + (adapter ? "LoRA adapter" : "full model") +
+                         " but --train_type is " + train_type,
+                     "resume with the --train_type of the run that wrote it");
+    }
+  }
+
+  o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
+  return o;
+}
+
+}  // namespace swift::train

@@ -1,0 +1,87 @@
+// One optimizer step (see training_step.h).
+#include "swift/train/training_step.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+
+#include "swift/model/autocast.h"
+
+namespace swift::train {
+
+namespace {
+
+// This rank's micro-batches of the step, collated; nullopt where a short last batch left it nothing and the
+// strategy lets it sit out (else it runs another rank's first sample, `stand_in`, whose loss counts 0).
+struct LocalMicroBatch {
+  std::optional<data::Batch> batch;
+  bool stand_in = false;
+};
+
+std::vector<LocalMicroBatch> draw(StepContext& c, data::TrainData& data, int64_t micro_batches, double& units) {
+  std::vector<LocalMicroBatch> out;
+  for (int64_t k = 0; k < micro_batches; ++k) {
+    const auto global = data.next_micro_batch();
+    const auto [begin, end] = c.parallel.local_range(global.size());
+    const std::vector<const data::Example*> items(global.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                  global.begin() + static_cast<std::ptrdiff_t>(end));
+    LocalMicroBatch& local = out.emplace_back();
+    local.stand_in = items.empty() && c.parallel.computes_empty_slices();
+    if (items.empty() && !local.stand_in) continue;
+    local.batch = c.objective.collate(local.stand_in ? std::vector<const data::Example*>{global.front()} : items, c.pad_id);
+    if (!local.stand_in) units += c.objective.units(*local.batch);
+  }
+  return out;
+}
+
+}  // namespace
+
+StepResult train_step(StepContext& c, data::TrainData& data, int64_t micro_batches, double lr, bool first_step,
+                      MetricWindow& window) {
+  // The loss is normalised by the units (sft: label tokens) of every rank's micro-batches of this step: the summed
+  // gradients are then those of one process on the global batch.
+  double units = 0;
+  const std::vector<LocalMicroBatch> local = draw(c, data, micro_batches, units);
+  units = c.parallel.sum({units})[0];
+  for (size_t k = 0; k < local.size(); ++k) {
+    const bool last = k + 1 == local.size();
+    if (!local[k].batch) {
+      c.parallel.skip_micro_batch(last);
+      continue;
+    }
+    c.parallel.begin_micro_batch(last);
+    MicroBatchResult result;
+    {
+      model::AutocastScope autocast(c.model->device().type(), c.autocast);
+      result = c.objective.compute(c.model, *local[k].batch);
+    }
+    at::Tensor loss = result.loss / std::max(units, 1e-12);
+    if (local[k].stand_in) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
+    c.parallel.before_backward(last);
+    (c.scaler ? c.scaler->scale(loss) : loss).backward();
+    if (!local[k].stand_in) window.add(result.metrics);
+    c.parallel.end_micro_batch(last);
+  }
+  c.parallel.finish_gradients(first_step);
+
+  // float16: gradients back to their true size before clipping; an overflow on any rank skips the update (as the
+  // Trainer), the schedule moves on and the scale backs off.
+  bool overflow = c.scaler && c.scaler->unscale(c.parallel.trainable());
+  StepResult result;
+  result.grad_norm = c.parallel.clip_gradients(c.max_grad_norm, overflow);
+  if (c.scaler) c.scaler->set_overflow(overflow);
+  result.skipped = overflow;
+  c.optimizer.set_lr(lr);
+  c.parallel.before_optimizer_step();
+  if (!overflow) c.optimizer.step();
+  std::vector<at::Tensor> state;
+  if (first_step)
+    for (const auto& [name, t] : c.optimizer.state_tensors()) state.push_back(t);
+  c.parallel.after_optimizer_step(!overflow, first_step, state);
+  for (const auto& p : c.parallel.trainable())
+    if (p.grad().defined()) p.mutable_grad().reset();  // every gradient: sharded optimizers see only their own
+  if (c.scaler) c.scaler->update();
+  return result;
+}
+
+}  // namespace swift::train
