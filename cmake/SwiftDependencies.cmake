@@ -80,6 +80,6 @@ else()
   message(STATUS "swift: distributed backend gloo (no CUDA LibTorch or nccl.h: no nccl)")
 endif()
 
-# HTTP server for swift deploy: cpp-httplib (Debian libcpp-httplib-dev ships it as a compiled library with a
-# pkg-config file; only src/serve/http_server.cpp includes it).
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# HTTP server for swift deploy: Boost.Beast's HTTP/1.1 parser and serializer (headers only, from Debian's
+# libboost-dev; only src/serve/http_server.cpp and timed_socket.h include Boost). docs/building.md says why.
+find_package(Boost 1.74 REQUIRED)

@@ -49,7 +49,7 @@ else
   exit 1
 fi
 SWIFT="$ROOT/build-gpu/bin/swift"
-# libcpp-httplib from the prefix needs the prefix's brotli and OpenSSL too (RUNPATH reaches direct needs only)
+# the libraries of the prefix, for anything loaded indirectly (RUNPATH reaches direct needs only)
 export LD_LIBRARY_PATH="/tmp/swift-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SWIFT_TEST_PYTHON=python3
 

@@ -10,9 +10,8 @@
 set -euo pipefail
 PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libgtest-dev libgmock-dev
   libyaml-cpp-dev libyaml-cpp0.7 libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libsentencepiece-dev
-  libsentencepiece0 libcpp-httplib-dev libjemalloc-dev libjemalloc2 zlib1g-dev pkgconf pkgconf-bin libpkgconf3
-  libssl-dev libssl3 libbrotli-dev libbrotli1  # these four: cpp-httplib is built with TLS and brotli
-  libgloo-dev)  # headers only: c10d's ProcessGroupGloo.hpp includes them
+  libsentencepiece0 libboost1.74-dev libjemalloc-dev libjemalloc2 zlib1g-dev pkgconf pkgconf-bin libpkgconf3
+  libgloo-dev)  # headers only: libboost1.74-dev for the deploy server (Beast), libgloo-dev for c10d's Gloo
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

@@ -2,10 +2,13 @@
 // `error:` + `hint:` lines and exit codes (2 usage/config, 3 data/IO, 4 device/distributed, 1 internal).
 #include <unistd.h>
 
+#include <c10/util/Exception.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -78,6 +81,14 @@ void prefer_passive_openmp_wait(char** argv) {
   execv("/proc/self/exe", argv);  // returns only on failure: carry on with the default policy
 }
 
+// Out of memory (host or GPU): exit 4, with what to change.
+int out_of_memory(const std::string& what) {
+  std::fprintf(stderr, "error: out of memory: %s\n", what.c_str());
+  std::fprintf(stderr, "hint: the log's memory estimate says what the job needs per rank; lower "
+                       "--per_device_train_batch_size or --max_length, train LoRA, or shard over more ranks (--deepspeed)\n");
+  return static_cast<int>(swift::ExitCode::kDevice);
+}
+
 int main(int argc, char** argv) {
   prefer_passive_openmp_wait(argv);
   try {
@@ -86,6 +97,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.message().c_str());
     if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
     return static_cast<int>(e.code());
+  } catch (const std::bad_alloc&) {  // a memory request that cannot be met is a resource problem, not a bug
+    return out_of_memory("an allocation failed");
+  } catch (const c10::OutOfMemoryError& e) {
+    return out_of_memory(e.what_without_backtrace());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: internal error: %s\n", e.what());
     std::fprintf(stderr, "hint: this is a bug in swift; please report it with the command line\n");

@@ -67,6 +67,13 @@ std::string yaml_scalar(const YAML::Node& node) {
   return node.IsNull() ? std::string() : node.as<std::string>();
 }
 
+// A node as flow-style YAML, for messages.
+std::string yaml_text(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
 // Expands a YAML/JSON config file into (flag, values) pairs, in file order.
 std::vector<std::pair<std::string, std::vector<std::string>>> read_config_file(const std::string& command,
                                                                                const std::string& path,
@@ -88,7 +95,15 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_config_file(c
     const std::string name = spec->name;
     std::vector<std::string> values;
     if (kv.second.IsSequence()) {
-      for (const auto& item : kv.second) values.push_back(yaml_scalar(item));
+      SWIFT_CHECK(spec->type == FlagType::kList, UsageError,
+                  "config file " + path + ": '" + name + "' takes one value, got a list " + yaml_text(kv.second),
+                  "write it as 'name: value'");
+      for (const auto& item : kv.second) {
+        SWIFT_CHECK(item.IsScalar() || item.IsNull(), UsageError,
+                    "config file " + path + ": '" + name + "' must be a list of plain values, got " + yaml_text(kv.second),
+                    "write it as 'name: [a, b]' or one '- a' line per value");
+        values.push_back(yaml_scalar(item));
+      }
     } else if (kv.second.IsScalar() || kv.second.IsNull()) {
       values.push_back(yaml_scalar(kv.second));
     } else {

@@ -2,9 +2,13 @@
 #include "swift/core/atomic_write.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "swift/core/error.h"
@@ -82,6 +86,25 @@ void AtomicDir::commit() {
   }
   committed_ = true;
   if (!old.empty()) fs::remove_all(old, ec);
+}
+
+std::vector<std::string> remove_stale_temporaries(const fs::path& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const size_t at = name.rfind(".tmp-");
+    if (at == std::string::npos || at + 5 == name.size()) continue;
+    const std::string pid_text = name.substr(at + 5);
+    if (!std::all_of(pid_text.begin(), pid_text.end(), [](unsigned char c) { return std::isdigit(c); })) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // still running (or not ours to ask)
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+    if (!rm) removed.push_back(name);
+  }
+  return removed;
 }
 
 }  // namespace swift

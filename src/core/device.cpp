@@ -64,12 +64,24 @@ std::string dtype_name(c10::ScalarType dtype) {
 }
 
 int configure_threads(int requested) {
+  // OpenMP cannot start tens of thousands of threads (libgomp crashes): far more than the cores is a mistake.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int limit = std::max(64, 8 * cores);
+  SWIFT_CHECK(requested >= 0 && requested <= limit, UsageError,
+              "--num_threads must be in [0, " + std::to_string(limit) + "] (8 x the " + std::to_string(cores) +
+                  " cores here), got " + std::to_string(requested),
+              "0 takes OMP_NUM_THREADS, else the core count");
   int n = requested;
-  if (n <= 0) {
+  if (n == 0) {
     const char* env = std::getenv("OMP_NUM_THREADS");
-    if (env && *env) n = std::atoi(env);
+    if (env && *env) {
+      n = std::atoi(env);
+      SWIFT_CHECK(n > 0 && n <= limit, UsageError,
+                  std::string("OMP_NUM_THREADS=") + env + " is not a thread count in [1, " + std::to_string(limit) + "]",
+                  "set it to the threads to use, or unset it");
+    }
   }
-  if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (n <= 0) n = cores;
   at::set_num_threads(n);
   return at::get_num_threads();
 }

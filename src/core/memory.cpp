@@ -2,6 +2,9 @@
 #include "swift/core/memory.h"
 
 #include <algorithm>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <fstream>
 #include <string>
 
@@ -12,6 +15,9 @@
 #include <cuda_runtime_api.h>
 #define SWIFT_HAS_CUDA_ALLOCATOR 1
 #endif
+
+// jemalloc's control call, when the binary links jemalloc (weak: a build without it has none).
+extern "C" int mallctl(const char* name, void* oldp, size_t* oldlenp, void* newp, size_t newlen) __attribute__((weak));
 
 namespace swift {
 
@@ -48,6 +54,18 @@ double available_memory_bytes(int cuda_device, int local_ranks) {
     if (key == "MemAvailable:") return kib * 1024.0 / std::max(1, local_ranks);
   }
   return 0.0;
+}
+
+void return_free_memory() {
+  if (mallctl) {
+    mallctl("thread.tcache.flush", nullptr, nullptr, nullptr, 0);  // this thread's cached small blocks first
+    constexpr const char* kPurgeAllArenas = "arena.4096.purge";  // 4096: MALLCTL_ARENAS_ALL
+    mallctl(kPurgeAllArenas, nullptr, nullptr, nullptr, 0);
+    return;
+  }
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace swift

@@ -61,17 +61,21 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
   o.loss_scale = flags.str("loss_scale");
   if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_rule(o.loss_scale); }, templates::LossRule::kDefault);
   o.max_length = flags.integer("max_length");
+  problems.at_least("max_length", o.max_length, 0, "tokens per sample; 0 takes the model's max_position_embeddings");
   o.truncation_strategy = flags.str("truncation_strategy");
   o.truncation = problems.collect([&] { return parse_truncation(o.truncation_strategy); }, Truncation::kDelete);
+  problems.at_least("dataset_num_proc", flags.integer("dataset_num_proc"), 1, "threads that encode the rows, e.g. 4");
   o.num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
   o.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : static_cast<int64_t>(seed));
   if (!flags.declared("packing")) return o;
 
   o.packing = flags.boolean("packing");
   o.packing_length = flags.integer("packing_length");
+  problems.at_least("packing_length", o.packing_length, 0, "tokens per packed row; 0 takes --max_length");
   o.lazy_tokenize = flags.boolean("lazy_tokenize");
   o.streaming = flags.boolean("streaming");
   o.shuffle_buffer_size = flags.integer("shuffle_buffer_size");
+  problems.at_least("shuffle_buffer_size", o.shuffle_buffer_size, 0, "rows held for shuffling; 1 keeps file order");
   o.cached_dataset = flags.list("cached_dataset");
   o.cached_val_dataset = flags.list("cached_val_dataset");
   const bool lazy = o.lazy_tokenize, streaming = o.streaming;

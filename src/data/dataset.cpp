@@ -227,6 +227,11 @@ DatasetSpec parse_dataset_spec(const std::string& text, const std::string& flag)
     const bool digits = !n.empty() && std::all_of(n.begin(), n.end(), [](unsigned char c) { return std::isdigit(c); });
     SWIFT_CHECK(digits, UsageError, flag + " '" + text + "': the part after # must be a row count",
                 "write " + flag + " data.jsonl#500 to use 500 rows");
+    // Rows are held in memory: more than this is a typo, not a dataset (and would not fit).
+    constexpr int64_t kMaxRows = 100000000;
+    SWIFT_CHECK(n.size() <= 18 && std::stoll(n) <= kMaxRows, UsageError,
+                flag + " '" + text + "': " + n + " rows is more than the " + std::to_string(kMaxRows) + " a dataset may take",
+                "give the number of rows to use (more than the file has repeats it)");
     spec.sample = std::stoll(n);
     path = text.substr(0, hash);
   }

@@ -16,7 +16,8 @@ std::vector<cli::FlagSpec> parallel_flags() {
 ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpointing, cli::Problems& problems) {
   ParallelOptions options;
   options.env = problems.collect([] { return read_dist_env(); }, DistEnv{});
-  options.timeout_seconds = std::max<int64_t>(1, flags.integer("ddp_timeout"));
+  options.timeout_seconds = flags.integer("ddp_timeout");
+  problems.at_least("ddp_timeout", options.timeout_seconds, 1, "seconds, e.g. 1800");
   options.backend = flags.str("ddp_backend");
   options.zero = problems.collect(
       [&] { return parse_deepspeed(sharding_spec(flags.str("deepspeed"), flags.str("fsdp"))); }, ZeroConfig{});

@@ -11,7 +11,9 @@
 #include "swift/core/atomic_write.h"
 #include "swift/core/device.h"
 #include "swift/core/error.h"
+#include "swift/core/bytes.h"
 #include "swift/core/logging.h"
+#include "swift/core/memory.h"
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/init_weights.h"
@@ -128,6 +130,21 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
   }
 }
 
+// DataError when the weights `config` describes cannot fit in the memory `device` has (when that is known).
+void require_memory_for(const ModelConfig& config, c10::ScalarType dtype, c10::Device device, const fs::path& dir) {
+  const double count = parameter_count(config);
+  const double bytes = count * static_cast<double>(c10::elementSize(dtype));
+  const double available = available_memory_bytes(device.is_cuda() ? device.index() : -1, 1);
+  char need[64];
+  std::snprintf(need, sizeof(need), "%.3g", count);
+  SWIFT_CHECK(available <= 0 || bytes <= available, DataError,
+              (dir / "config.json").string() + " describes " + need + " parameters: " + format_bytes(bytes) + " of " +
+                  dtype_name(dtype) + " weights, more than the " + format_bytes(available) + " of " +
+                  (device.is_cuda() ? "GPU memory" : "RAM") + " available",
+              "check its sizes (hidden_size, intermediate_size, num_hidden_layers, vocab_size), or load it in a "
+              "smaller --torch_dtype, quantized (--quant_bits 4) or sharded over ranks (--deepspeed zero3)");
+}
+
 }  // namespace
 
 c10::ScalarType load_dtype(const ModelConfig& config, const LoadOptions& options, const fs::path& dir) {
@@ -156,6 +173,9 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
     // A placement plan (ZeRO-3) likewise builds on the CPU and then gives each parameter its own storage, so the
     // tensors this rank does not own are never written anywhere.
     const bool planned = options.placement && !quantizer;
+    // Every weight is allocated here (a placement plan reading from files touches only this rank's share, and
+    // quantized layers are smaller): a size that cannot fit is a clear error now, not an abort mid-allocation.
+    if (!quantizer && !(planned && has_weights)) require_memory_for(config, dtype, options.device, dir);
     const c10::Device build_on = quantizer || planned ? c10::Device(c10::kCPU) : options.device;
     CausalLM model(config, at::TensorOptions().dtype(dtype).device(build_on));
     std::vector<Placement> where;

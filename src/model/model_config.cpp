@@ -1,6 +1,7 @@
 // config.json -> ModelConfig, reporting every problem at once.
 #include "swift/model/model_config.h"
 
+#include <cmath>
 #include <sstream>
 
 #include "swift/core/error.h"
@@ -181,6 +182,15 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     problems.push_back("num_attention_heads (" + std::to_string(c.num_attention_heads) +
                        ") must be a multiple of num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ")");
   if (c.head_dim % 2 != 0) problems.push_back("head_dim must be even for RoPE, got " + std::to_string(c.head_dim));
+  // Values that would compute NaN from the first token: RoPE's base and scaling, the norms' epsilon.
+  auto positive = [&](const char* name, double v) {
+    if (!(std::isfinite(v) && v > 0)) problems.push_back(std::string("\"") + name + "\" must be a positive number, got " + json(v).dump());
+  };
+  positive("rope_theta", c.rope.theta);
+  if (c.rope.type != "default") positive("rope_scaling.factor", c.rope.factor);
+  positive("rms_norm_eps", c.rms_norm_eps);
+  if (!(std::isfinite(c.initializer_range) && c.initializer_range >= 0))
+    problems.push_back("\"initializer_range\" must be a number >= 0, got " + json(c.initializer_range).dump());
 
   if (!problems.empty()) {
     std::ostringstream msg;
@@ -197,6 +207,20 @@ ModelConfig load_model_config(const std::filesystem::path& dir) {
               "--model must be a Hugging Face model folder (config.json + *.safetensors), e.g. "
               "configs/models/qwen3-tiny");
   return parse_model_config(io::read_json_file(path), path.string());
+}
+
+double parameter_count(const ModelConfig& c) {
+  const double hidden = static_cast<double>(c.hidden_size), inter = static_cast<double>(c.intermediate_size);
+  const double q = static_cast<double>(c.q_dim()), kv = static_cast<double>(c.kv_dim());
+  const bool qkv_bias = c.attention_bias || c.qkv_bias;
+  double layer = hidden * (q + 2 * kv) + q * hidden;                 // q, k, v, o
+  if (qkv_bias) layer += q + 2 * kv;
+  if (c.attention_bias) layer += hidden;
+  layer += 3 * hidden * inter + (c.mlp_bias ? 2 * inter + hidden : 0);  // gate, up, down
+  layer += 2 * hidden + (c.qk_norm ? 2 * static_cast<double>(c.head_dim) : 0);  // norms
+  const double embedding = static_cast<double>(c.vocab_size) * hidden;
+  const double head = c.num_labels > 0 ? hidden * static_cast<double>(c.num_labels) : c.tie_word_embeddings ? 0 : embedding;
+  return embedding + head + static_cast<double>(c.num_hidden_layers) * layer + hidden;  // + the final norm
 }
 
 json model_config_to_json(const ModelConfig& config) {

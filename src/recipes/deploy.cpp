@@ -44,6 +44,9 @@ std::vector<cli::FlagSpec> deploy_flags() {
        "prompt + reply tokens at most (0: max_position_embeddings, times the rope_scaling factor where it extends "
        "the context, as vLLM)"},
       {"max_logprobs", FlagType::kInt, "20", "most top_logprobs / logprobs / prompt_logprobs a request may ask"},
+      {"request_timeout", FlagType::kFloat, "60",
+       "seconds a request may take to arrive whole (else 408), and a client to take each part of an answer (else "
+       "it is dropped)"},
   };
   for (auto& f : own) flags.push_back(f);
   for (auto& f : serve::generation_flags()) flags.push_back(f);
@@ -124,6 +127,7 @@ struct DeployOptions {
   std::string host = "0.0.0.0", api_key, served_model_name;
   int64_t port = 8000, max_batch_size = 32, max_waiting = 256, max_logprobs = 20;
   int64_t max_model_len = 0;  // 0: the model's (default_max_model_len)
+  double request_timeout = 60;  // seconds
   uint64_t seed = 42;
 };
 
@@ -140,7 +144,9 @@ DeployOptions deploy_options(const cli::Flags& flags, const std::string& device)
   o.max_waiting = flags.integer("max_waiting");
   o.max_logprobs = flags.integer("max_logprobs");
   o.max_model_len = flags.integer("max_model_len");
+  o.request_timeout = flags.number("request_timeout");
   o.seed = static_cast<uint64_t>(flags.integer("seed"));
+  problems.in_range("request_timeout", o.request_timeout, 0.1, 86400.0, "e.g. 60 (seconds)");
   problems.check(o.port >= 0 && o.port <= 65535, "--port must be 0..65535", "e.g. --port 8000");
   problems.check(o.max_batch_size >= 1, "--max_batch_size must be at least 1", "e.g. 32");
   problems.check(o.max_waiting >= 1, "--max_waiting must be at least 1", "e.g. 256");
@@ -195,6 +201,7 @@ int run_deploy(const std::vector<std::string>& args) {
   http.host = o.host;
   http.port = static_cast<int>(o.port);
   http.api_key = o.api_key;
+  http.request_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.request_timeout * 1000));
   // Each connection holds a thread while its request waits or runs: enough for a full batch and queue.
   http.threads = static_cast<int>(std::min<int64_t>(1024, sched.max_batch_size + static_cast<int64_t>(sched.max_waiting) + 8));
 

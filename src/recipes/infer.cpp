@@ -85,7 +85,9 @@ InferOptions infer_options(const cli::Flags& flags, const std::string& device) {
   o.top_logprobs = flags.integer("top_logprobs");
   problems.check(o.top_logprobs >= 0 && o.top_logprobs <= 20, "--top_logprobs must be 0..20", "as the OpenAI API allows");
   o.max_model_len = flags.integer("max_model_len");
-  o.max_batch_size = std::max<int64_t>(1, flags.integer("max_batch_size"));
+  o.max_batch_size = flags.integer("max_batch_size");
+  problems.at_least("max_model_len", o.max_model_len, 0, "0 takes max_position_embeddings");
+  problems.at_least("max_batch_size", o.max_batch_size, 1, "rows generated together, e.g. 16");
   o.seed = static_cast<uint64_t>(flags.integer("seed"));
   problems.raise();
   return o;
@@ -167,7 +169,10 @@ class ResultFile {
   explicit ResultFile(const std::string& result_path)
       : path_(result_path.empty() ? default_result_path() : result_path),
         tmp_(path_.string() + ".tmp-" + std::to_string(::getpid())) {
-    if (path_.has_parent_path()) fs::create_directories(path_.parent_path());
+    std::error_code ec;
+    if (path_.has_parent_path()) fs::create_directories(path_.parent_path(), ec);
+    SWIFT_CHECK(!ec, DataError, "cannot create the folder of --result_path " + path_.string() + ": " + ec.message(),
+                "give a --result_path in a folder that can be created (not under a file)");
     out_.open(tmp_, std::ios::trunc);
     SWIFT_CHECK(out_.good(), DataError, "cannot write " + tmp_.string(), "check that --result_path is writable");
   }

@@ -29,7 +29,7 @@ json parse_body(const std::string& body) {
   json j;
   try {
     j = json::parse(body);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and numbers beyond a double (1e999: out_of_range)
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");

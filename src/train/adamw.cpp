@@ -135,6 +135,13 @@ void AdamW::load(const std::vector<std::filesystem::path>& paths, const std::set
                   where + ": " + name + " has shape " + c10::str(saved.sizes()) + ", the model's is " +
                       c10::str(target->sizes()),
                   "resume with the model and --train_type of the run that wrote it");
+      // Damaged state would train on NaN from the first step: the moments must be finite, the second moment and
+      // the step count not negative.
+      const bool finite = at::isfinite(saved).all().item<bool>();
+      const bool signed_ok = std::string(suffix) == ".exp_avg" || (saved >= 0).all().item<bool>();
+      SWIFT_CHECK(finite && signed_ok, DataError,
+                  where + ": " + name + (finite ? " holds negative values" : " holds NaN or inf"),
+                  "the optimizer state is damaged; resume from another checkpoint, or with --resume_only_model true");
       target->copy_(saved);
       used.insert(name);
     }

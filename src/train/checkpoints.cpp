@@ -3,8 +3,10 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/grad_mode.h>
 #include <torch/serialize.h>
 
+#include <cmath>
 #include <mutex>
 
 #include "swift/core/atomic_write.h"
@@ -12,6 +14,7 @@
 #include "swift/core/logging.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/checkpoint.h"
+#include "swift/model/param_sharding.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -58,7 +61,30 @@ void Checkpoints::write_rank0_files(int64_t step, const CheckpointSource& s, con
   io::write_json_file(out / "trainer_state.json", state);
 }
 
+void Checkpoints::require_finite_weights(int64_t step, const model::CausalLM& model) const {
+  at::NoGradGuard no_grad;
+  double bad = 0;
+  std::string example;
+  for (const auto& item : model->named_parameters()) {
+    const at::Tensor& p = item.value();
+    if (p.numel() == 0 || !model::holds_values(p)) continue;  // a quantized layer's weight; another rank's share
+    if (!at::isfinite(p).all().item<bool>()) {
+      bad += 1;
+      if (example.empty()) example = item.key();
+    }
+  }
+  bad = parallel_.sum({bad})[0];
+  const auto good = last();
+  SWIFT_CHECK(bad == 0, DataError,
+              "step " + std::to_string(step) + ": " + std::to_string(static_cast<int64_t>(bad)) +
+                  " weight tensor(s) are not finite (NaN or inf" + (example.empty() ? "" : ", e.g. " + example) +
+                  "): no checkpoint is written (last good checkpoint: " + (good ? good->string() : std::string("none")) + ")",
+              "lower --learning_rate, or check the data and the model's weights");
+}
+
 void Checkpoints::save(int64_t step, const CheckpointSource& s) {
+  // Checked before anything is written, so such a checkpoint never pushes a good one out of --save_total_limit.
+  require_finite_weights(step, s.model);
   const fs::path dir = run_dir_ / ("checkpoint-" + std::to_string(step));
   const bool with_state = !loop_.save_only_model, sharded = parallel_.shards_optimizer_state();
   std::optional<AtomicDir> out;
@@ -86,6 +112,43 @@ void Checkpoints::save(int64_t step, const CheckpointSource& s) {
   log_info("saved ", dir.string());
 }
 
+namespace {
+
+// trainer_state.json's "global_step": a count of steps.
+int64_t read_global_step(const json& state, const fs::path& path) {
+  const json step = state.is_object() ? state.value("global_step", json()) : json();
+  SWIFT_CHECK(step.is_number_integer() && step.get<int64_t>() >= 0, DataError,
+              path.string() + ": \"global_step\" must be a step count (a whole number >= 0), got " +
+                  (step.is_null() ? std::string("nothing") : step.dump()),
+              "the checkpoint is damaged; resume from another one, or with --resume_only_model true");
+  return step.get<int64_t>();
+}
+
+// Dropout draws from the default CPU generator: its saved state makes the continuation bit-exact. Without the file
+// the run continues, but says it is not exact; a damaged file is a DataError.
+void restore_rng_state(const fs::path& path) {
+  if (!fs::exists(path)) {
+    log_warn(path.parent_path().string(), " has no rng_state.pt: the run continues from another random state, so it "
+             "is not an exact continuation (dropout draws differ)");
+    return;
+  }
+  at::Tensor rng;
+  try {
+    torch::load(rng, path.string());
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    generator.set_state(rng);
+  } catch (const std::exception& e) {  // the file's reader and the generator say what is wrong in their own words
+    const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
+    throw DataError(path.string() + " cannot be read as a random generator state: " +
+                        (c10_error ? c10_error->what_without_backtrace() : e.what()),
+                    "the checkpoint is damaged; resume from another one, or delete rng_state.pt to resume without an "
+                    "exact continuation");
+  }
+}
+
+}  // namespace
+
 int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, AdamW& optimizer,
                         data::TrainData& data, GradScaler* scaler, const std::set<std::string>& elsewhere) {
   const fs::path& resume = loop.resume_from_checkpoint;
@@ -96,28 +159,37 @@ int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t gl
               resume.string() + " has no trainer state (saved with --save_only_model?)",
               "pass --resume_only_model true to start from its weights at step 0");
   const json state = io::read_json_file(state_path);
-  const int64_t start_step = state.at("global_step").get<int64_t>();
+  const int64_t start_step = read_global_step(state, state_path);
   SWIFT_CHECK(start_step < total_steps, UsageError,
               "the checkpoint is at step " + std::to_string(start_step) + " of " + std::to_string(total_steps),
               "raise --max_steps / --num_train_epochs to train further");
   // Any layout loads: one file (1 rank, DDP) or a shard per rank (ZeRO), at this world size or another.
   optimizer.load(optimizer_files, elsewhere);
-  if (scaler && state.contains("loss_scale"))
-    scaler->restore(at::tensor(state.at("loss_scale").get<double>(), at::kFloat),
-                    at::tensor(state.at("loss_scale_growth_tracker").get<int>(), at::kInt));
-  if (fs::exists(resume / "rng_state.pt")) {
-    at::Tensor rng;
-    torch::load(rng, (resume / "rng_state.pt").string());
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    generator.set_state(rng);
+  if (scaler && state.contains("loss_scale")) {
+    const auto& scale = state["loss_scale"];
+    const auto& tracker = state.value("loss_scale_growth_tracker", json(0));
+    SWIFT_CHECK(scale.is_number() && std::isfinite(scale.get<double>()) && scale.get<double>() > 0 &&
+                    tracker.is_number_integer() && tracker.get<int64_t>() >= 0,
+                DataError, state_path.string() + ": \"loss_scale\" must be a positive number (and the growth tracker a "
+                                                 "count), got " + scale.dump(),
+                "the checkpoint is damaged; resume from another one");
+    scaler->restore(at::tensor(scale.get<double>(), at::kFloat), at::tensor(tracker.get<int>(), at::kInt));
   }
-  if (state.contains("global_micro_batch") && state["global_micro_batch"].get<int64_t>() != global_micro_batch)
+  restore_rng_state(resume / "rng_state.pt");
+  if (state.contains("global_micro_batch") && state["global_micro_batch"].is_number_integer() &&
+      state["global_micro_batch"].get<int64_t>() != global_micro_batch)
     log_warn("the checkpoint was trained with ", state["global_micro_batch"].get<int64_t>(),
              " samples per micro-step (per-device batch x ranks), this run uses ", global_micro_batch,
              ": the data continues from the same sample, but epochs and steps no longer line up with the run that "
              "wrote it");
-  if (!loop.ignore_data_skip) data.restore(data::data_state_of(state));
+  if (!loop.ignore_data_skip) {
+    try {
+      data.restore(data::data_state_of(state));
+    } catch (const json::exception& e) {
+      throw DataError(state_path.string() + ": the data position cannot be read (" + e.what() + ")",
+                      "the checkpoint is damaged; resume from another one, or pass --ignore_data_skip true");
+    }
+  }
   log_info("resumed from ", resume.string(), " at step ", start_step);
   return start_step;
 }

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/core/progress.h"
 #include "swift/model/parameter_layout.h"
@@ -101,6 +102,16 @@ json run_args(const TrainingOptions& options, const TrainingModel& policy) {
   return args;
 }
 
+// After `in_a_row` skipped steps in a row (gradients not finite): training has diverged or its data is broken.
+// Stops with the last checkpoint as it was (every skipped step left the weights unchanged).
+void stop_if_diverged(int64_t in_a_row, int64_t limit, int64_t step, const std::optional<fs::path>& last_checkpoint) {
+  SWIFT_CHECK(in_a_row < limit, DataError,
+              "step " + std::to_string(step) + ": the gradients were not finite (NaN or inf) in " +
+                  std::to_string(in_a_row) + " steps in a row, each skipped; training stopped (last checkpoint: " +
+                  (last_checkpoint ? last_checkpoint->string() : std::string("none")) + ")",
+              "lower --learning_rate, look for broken rows in the data, or raise --max_nonfinite_steps");
+}
+
 }  // namespace
 
 int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
@@ -156,12 +167,17 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   policy.model->train();
   Progress progress("train", plan.total_steps - start_step, parallel->main_rank());
   log.begin(start_step, plan.total_steps, plan.steps_per_epoch, policy.model->device());
+  int64_t nonfinite_in_a_row = 0;
   for (int64_t step = start_step; step < plan.total_steps; ++step) {
     const StepResult result = train_step(context, *data.train, plan.micro_batches_in(step), schedule.lr(step),
                                          step == start_step, window);
     log.add_step(result.grad_norm);
     progress.advance();
     const int64_t done = step + 1;
+    nonfinite_in_a_row = result.skipped ? nonfinite_in_a_row + 1 : 0;
+    if (result.skipped && !loss_scaler)
+      log_warn("step ", done, ": the gradient norm is ", result.grad_norm, ": the update is skipped");
+    stop_if_diverged(nonfinite_in_a_row, loop.max_nonfinite_steps, done, checkpoints.last());
     const bool last = done == plan.total_steps;
     if (done % loop.logging_steps == 0 || last) log.log_train(done, window, *objective, schedule.lr(step));
     if (!data.val.empty() && (done % loop.eval_steps == 0 || last))

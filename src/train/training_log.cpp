@@ -1,6 +1,7 @@
 // The run folder's logs (see training_log.h).
 #include "swift/train/training_log.h"
 
+#include "swift/core/atomic_write.h"
 #include "swift/core/logging.h"
 #include "swift/core/memory.h"
 #include "swift/io/hf_config.h"
@@ -15,6 +16,12 @@ TrainingLog::TrainingLog(const fs::path& output_dir, bool add_version, const nlo
   if (parallel.main_rank()) run_dir_ = create_run_dir(output_dir, add_version);
   run_dir_ = parallel.share("run_dir", run_dir_.string());
   if (!parallel.main_rank()) return;
+  // A run killed while saving left its temporary folder (a checkpoint's size) and files behind: not for good.
+  if (const auto removed = remove_stale_temporaries(run_dir_); !removed.empty()) {
+    std::string names;
+    for (const auto& n : removed) names += (names.empty() ? "" : ", ") + n;
+    log_info("removed what killed runs left in ", run_dir_.string(), ": ", names);
+  }
   io::write_json_file(run_dir_ / "args.json", args);
   jsonl_.emplace(run_dir_ / "logging.jsonl");
   tensorboard_.emplace(run_dir_ / "runs");

@@ -1,6 +1,8 @@
 // A training command's flags into TrainingOptions (see training_options.h).
 #include "swift/train/training_options.h"
 
+#include <limits>
+
 #include "swift/core/device.h"
 #include "swift/quant/quant_flags.h"
 #include "swift/tuners/lora_options.h"
@@ -94,6 +96,7 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
       {"resume_only_model", FlagType::kBool, "false", "with --resume_from_checkpoint: take only the weights, start at step 0"},
       {"ignore_data_skip", FlagType::kBool, "false", "with --resume_from_checkpoint: restart the data from the beginning"},
+      {"max_nonfinite_steps", FlagType::kInt, "20", "steps in a row with NaN/inf gradients (each skipped, no update; fp16 overflows count) before training stops with exit 3"},
   });
   // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
   add(distributed::parallel_flags());
@@ -155,6 +158,13 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   opt.beta2 = flags.number("adam_beta2");
   opt.epsilon = flags.number("adam_epsilon");
   opt.max_grad_norm = flags.number("max_grad_norm");
+  const double kHuge = std::numeric_limits<double>::max();
+  problems.in_range("learning_rate", opt.learning_rate, 0, kHuge, "e.g. 1e-4 for LoRA, 1e-5 for full fine-tuning");
+  problems.in_range("weight_decay", opt.weight_decay, 0, kHuge, "e.g. 0.1");
+  problems.in_range("adam_beta1", opt.beta1, 0, 1, "e.g. 0.9", false, /*max_open=*/true);
+  problems.in_range("adam_beta2", opt.beta2, 0, 1, "e.g. 0.95", false, /*max_open=*/true);
+  problems.in_range("adam_epsilon", opt.epsilon, 0, kHuge, "e.g. 1e-8", /*min_open=*/true);
+  problems.in_range("max_grad_norm", opt.max_grad_norm, 0, kHuge, "e.g. 1.0; 0 turns clipping off");
 
   ScheduleOptions& s = o.schedule;
   s.type_name = flags.str("lr_scheduler_type");
@@ -164,17 +174,29 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   s.warmup_steps = flags.number("warmup_steps");
   s.num_train_epochs = flags.number("num_train_epochs");
   s.max_steps = flags.integer("max_steps");
+  problems.in_range("warmup_ratio", s.warmup_ratio, 0, 1, "e.g. 0.05");
+  problems.in_range("warmup_steps", s.warmup_steps, 0, kHuge, "e.g. 100");
+  if (s.min_lr_rate) problems.in_range("min_lr_rate", *s.min_lr_rate, 0, 1, "e.g. 0.1");
+  if (s.max_steps <= 0)
+    problems.in_range("num_train_epochs", s.num_train_epochs, 0, kHuge, "e.g. 3, or give --max_steps", /*min_open=*/true);
   problems.check(!o.data.streaming || s.max_steps > 0, "--streaming needs --max_steps",
                  "a stream's length is not known in advance: give e.g. --max_steps 1000");
 
   LoopOptions& l = o.loop;
-  l.per_device_train_batch_size = std::max<int64_t>(1, flags.integer("per_device_train_batch_size"));
+  l.per_device_train_batch_size = flags.integer("per_device_train_batch_size");
   l.per_device_eval_batch_size = flags.integer("per_device_eval_batch_size");
   l.gradient_accumulation_steps = flags.integer("gradient_accumulation_steps");
-  l.logging_steps = std::max<int64_t>(1, flags.integer("logging_steps"));
-  l.save_steps = std::max<int64_t>(1, flags.integer("save_steps"));
+  l.logging_steps = flags.integer("logging_steps");
+  l.save_steps = flags.integer("save_steps");
   l.eval_steps = flags.integer("eval_steps") > 0 ? flags.integer("eval_steps") : l.save_steps;
   l.save_total_limit = flags.integer("save_total_limit");
+  problems.at_least("per_device_train_batch_size", l.per_device_train_batch_size, 1, "samples per micro-batch, e.g. 1");
+  problems.at_least("per_device_eval_batch_size", l.per_device_eval_batch_size, 1, "e.g. 1");
+  problems.at_least("gradient_accumulation_steps", l.gradient_accumulation_steps, 0, "0 picks enough for 16 samples");
+  problems.at_least("logging_steps", l.logging_steps, 1, "e.g. 5");
+  problems.at_least("save_steps", l.save_steps, 1, "e.g. 500 (a checkpoint is always written at the end)");
+  problems.at_least("eval_steps", flags.integer("eval_steps"), 0, "0 evaluates at --save_steps");
+  problems.at_least("save_total_limit", l.save_total_limit, 0, "0 keeps every checkpoint");
   l.save_only_model = flags.boolean("save_only_model");
   l.output_dir = flags.str("output_dir");
   if (l.output_dir.empty() && !m.dir.empty()) l.output_dir = fs::path("output") / fs::absolute(m.dir).lexically_normal().filename();
@@ -182,6 +204,8 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   l.resume_from_checkpoint = flags.str("resume_from_checkpoint");
   l.resume_only_model = flags.boolean("resume_only_model");
   l.ignore_data_skip = flags.boolean("ignore_data_skip");
+  l.max_nonfinite_steps = flags.integer("max_nonfinite_steps");
+  problems.at_least("max_nonfinite_steps", l.max_nonfinite_steps, 1, "e.g. 20");
   if (const fs::path& resume = l.resume_from_checkpoint; !resume.empty()) {
     if (!fs::is_directory(resume)) {
       problems.add(DataError("--resume_from_checkpoint " + resume.string() + " is not a folder",

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "swift/model/autocast.h"
 
@@ -69,6 +70,9 @@ StepResult train_step(StepContext& c, data::TrainData& data, int64_t micro_batch
   bool overflow = c.scaler && c.scaler->unscale(c.parallel.trainable());
   StepResult result;
   result.grad_norm = c.parallel.clip_gradients(c.max_grad_norm, overflow);
+  // A gradient that is not finite (NaN or inf: a diverged loss, a bad batch) would write NaN into every weight it
+  // touches: skipped as a float16 overflow is. The norm is every rank's gradients', so every rank skips alike.
+  overflow = overflow || !std::isfinite(result.grad_norm);
   if (c.scaler) c.scaler->set_overflow(overflow);
   result.skipped = overflow;
   c.optimizer.set_lr(lr);

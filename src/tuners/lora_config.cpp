@@ -20,6 +20,7 @@ double LoraConfig::scaling() const {
 void validate(const LoraConfig& c) {
   std::vector<std::string> problems;
   if (c.r <= 0) problems.push_back("--lora_rank must be > 0, got " + std::to_string(c.r));
+  if (!std::isfinite(c.lora_alpha)) problems.push_back("--lora_alpha must be a finite number, got " + std::to_string(c.lora_alpha));
   if (!(c.lora_dropout >= 0 && c.lora_dropout < 1))
     problems.push_back("--lora_dropout must be in [0, 1), got " + std::to_string(c.lora_dropout));
   if (c.bias != "none") problems.push_back("--lora_bias '" + c.bias + "' is not supported yet (only \"none\")");

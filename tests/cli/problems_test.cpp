@@ -2,6 +2,9 @@
 // exit code), several together in one error that lists each with its hint.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "swift/cli/problems.h"
 
 using namespace swift;
@@ -43,5 +46,25 @@ TEST(Problems, SeveralAreListedTogether) {
     EXPECT_NE(m.find("--train_type foo is not available (use full, lora or qlora)"), std::string::npos) << m;
     EXPECT_NE(m.find("--lora_dtype fp8 is not a dtype (float32)"), std::string::npos) << m;
     EXPECT_NE(m.find("swift sft needs --model"), std::string::npos) << m;
+  }
+}
+
+TEST(Problems, RangeChecksNameTheFlagTheRangeAndTheValue) {
+  cli::Problems problems;
+  problems.at_least("save_steps", 0, 1, "e.g. 500");
+  problems.in_range("adam_beta1", 2.0, 0, 1, "", false, /*max_open=*/true);
+  problems.in_range("learning_rate", std::numeric_limits<double>::infinity(), 0, 1e300);
+  problems.in_range("max_grad_norm", std::nan(""), 0, 1e300);
+  problems.in_range("warmup_ratio", 0.5, 0, 1);  // fine
+  problems.at_least("logging_steps", 5, 1);      // fine
+  ASSERT_EQ(problems.size(), 4u);
+  try {
+    problems.raise();
+  } catch (const UserError& e) {
+    const std::string m = e.message();
+    EXPECT_NE(m.find("--save_steps must be at least 1, got 0 (e.g. 500)"), std::string::npos) << m;
+    EXPECT_NE(m.find("--adam_beta1 must be a finite number in [0, 1), got 2"), std::string::npos) << m;
+    EXPECT_NE(m.find("--learning_rate must be a finite number in [0, 1e+300], got inf"), std::string::npos) << m;
+    EXPECT_NE(m.find("--max_grad_norm must be a finite number in [0, 1e+300], got nan"), std::string::npos) << m;
   }
 }

@@ -1,6 +1,9 @@
 // Atomic files and folders: nothing half-written is ever visible under the final name.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -57,4 +60,22 @@ TEST(AtomicWrite, DirCommitsOrLeavesOldUntouched) {
   size_t siblings = 0;
   for (auto& e : fs::directory_iterator(tmp.path())) siblings += e.is_directory();
   EXPECT_EQ(siblings, 1u);
+}
+
+// What a killed process left (its pid runs no more) is removed; a live process's temporaries and other files stay.
+TEST(AtomicWrite, StaleTemporariesOfDeadProcessesAreRemoved) {
+  test::TempDir tmp;
+  fs::create_directories(tmp / "checkpoint-3.tmp-999999");  // a pid no process has here
+  atomic_write_file(tmp / "checkpoint-3.tmp-999999" / "model.safetensors", "weights");
+  atomic_write_file(tmp / "args.json.tmp-999998", "{}");
+  atomic_write_file(tmp / ("args.json.tmp-" + std::to_string(::getpid())), "{}");  // this process: in use
+  atomic_write_file(tmp / "logging.jsonl", "{}");
+  atomic_write_file(tmp / "notes.tmp-x", "kept: not a pid");
+  auto removed = remove_stale_temporaries(tmp.path());
+  std::sort(removed.begin(), removed.end());
+  EXPECT_EQ(removed, (std::vector<std::string>{"args.json.tmp-999998", "checkpoint-3.tmp-999999"}));
+  EXPECT_FALSE(fs::exists(tmp / "checkpoint-3.tmp-999999"));
+  EXPECT_TRUE(fs::exists(tmp / ("args.json.tmp-" + std::to_string(::getpid()))));
+  EXPECT_TRUE(fs::exists(tmp / "logging.jsonl"));
+  EXPECT_TRUE(fs::exists(tmp / "notes.tmp-x"));
 }

@@ -198,7 +198,7 @@ ctx = request("GET", "/v1/models")[1]["data"][0]["max_model_len"]
 error_of(*post(CMPL, {"prompt": ids, "max_tokens": ctx})[:2], 400, "max_tokens", "context_length_exceeded",
          name="max_tokens past context")
 error_of(*request("GET", "/v1/nothing")[:2], 404, name="unknown route")
-error_of(*request("GET", CHAT)[:2], 404, name="wrong method")
+error_of(*request("GET", CHAT)[:2], 405, code="method_not_allowed", name="wrong method")
 for junk in ["null", "{}", '{"messages": 5}', '{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
              '{"prompt": [[]]}', '{"prompt": [], "n": 1}', '{"prompt": "x", "n": 100000}', '{"prompt": "x", "stop": 3}',
              '{"prompt": "x", "max_tokens": "many"}', '{"messages": [{"role": "assistant", "content": "x"}]}']:
@@ -206,6 +206,9 @@ for junk in ["null", "{}", '{"messages": 5}', '{"messages": [{"role": "user", "c
     check(f"junk {junk}", status == 400 and "error" in body, (status, body))
 error_of(*post(CMPL, {"prompt": "x", "max_tokens": 2 ** 63 - 1})[:2], 400, "max_tokens", name="huge max_tokens")
 error_of(*post(CMPL, {"prompt": "x", "max_tokens": 1e30})[:2], 400, "max_tokens", name="float max_tokens")
+# A number beyond a double is not a server error (it was HTTP 500).
+error_of(*post(CHAT, None, raw='{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1e999}')[:2], 400,
+         name="max_tokens 1e999")
 # A temperature too small to divide by is greedy (as vLLM: below 1e-5), not NaN probabilities.
 status, body, _ = post(CMPL, {"prompt": "x", "max_tokens": 3, "temperature": 1e-300, "n": 2})
 greedy_x = post(CMPL, {"prompt": "x", "max_tokens": 3, "temperature": 0})[1]["choices"][0]["text"]

@@ -41,28 +41,14 @@ for name, seed in (("lora1", 1), ("lora2", 2)):
     open(os.path.join(d, "adapter_model.safetensors"), "wb").write(struct.pack("<Q", len(h)) + h + blob)
 P
 
-# start_server LOG FLAGS...: starts swift deploy on a free loopback port; sets PORT and PID.
-start_server() {
-  local log="$1"; shift
-  "$SWIFT" deploy --model "$TMP/m" --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
-  PID=$!
-  PIDS+=("$PID")
-  PORT=""
-  for _ in $(seq 1 300); do
-    PORT="$(sed -n 's/.*serving .* on http:\/\/127.0.0.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
-    [ -n "$PORT" ] && curl -s -o /dev/null "http://127.0.0.1:$PORT/health" && return 0
-    kill -0 "$PID" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "FAIL server did not start"; cat "$log"; exit 1
-}
+source "$ROOT/tests/e2e/start_server.sh"
 
-start_server "$TMP/main.log" --api_key secret --served_model_name tiny --max_new_tokens 24 --max_batch_size 32 \
+start_server "$TMP/main.log" "$TMP/m" --api_key secret --served_model_name tiny --max_new_tokens 24 --max_batch_size 32 \
   --adapters "a1=$TMP/lora1" "a2=$TMP/lora2"
 MAIN_PID=$PID MAIN_PORT=$PORT
-start_server "$TMP/lora1.log" --adapters "$TMP/lora1" --max_new_tokens 24
+start_server "$TMP/lora1.log" "$TMP/m" --adapters "$TMP/lora1" --max_new_tokens 24
 LORA_PORT=$PORT
-start_server "$TMP/small.log" --max_batch_size 1 --max_waiting 1 --max_new_tokens 8
+start_server "$TMP/small.log" "$TMP/m" --max_batch_size 1 --max_waiting 1 --max_new_tokens 8
 SMALL_PID=$PID SMALL_PORT=$PORT
 
 "$PY" "$ROOT/tests/e2e/deploy_client.py" --port "$MAIN_PORT" --pid "$MAIN_PID" --log "$TMP/main.log" \

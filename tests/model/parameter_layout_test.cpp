@@ -6,6 +6,8 @@
 
 #include <set>
 
+#include "swift/model/checkpoint.h"
+#include "swift/model/model_config.h"
 #include "swift/model/parameter_layout.h"
 #include "swift/tuners/lora.h"
 #include "test_util.h"
@@ -86,4 +88,16 @@ TEST(ParameterLayout, GatheredAroundUseIsTheUntiedEmbeddingAndAnAdapterFreeHead)
   around = model::gathered_around_use(untied);
   ASSERT_EQ(around.size(), 1u);
   EXPECT_TRUE(around[0].is_same(untied->model->embed_tokens->weight));
+}
+
+// The size check before loading counts exactly what the model allocates, for every family's layout.
+TEST(ParameterCount, ConfigCountEqualsTheModels) {
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral"}) {
+    for (const bool tied : {false, true}) {
+      auto config = test::tiny_config(family);
+      config["tie_word_embeddings"] = tied;
+      auto m = test::random_model(config, 5);
+      EXPECT_EQ(model::parameter_count(m->config()), static_cast<double>(model::count_parameters(m))) << family << tied;
+    }
+  }
 }

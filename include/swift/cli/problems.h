@@ -3,7 +3,10 @@
 // round instead of one error per run.
 #pragma once
 
+#include <cmath>
+#include <cstdint>
 #include <exception>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,19 @@ class Problems {
       return fallback;
     }
   }
+  // Range checks of numeric flags, each naming the flag, what it must be and what it got.
+  // An integer flag below `min`.
+  void at_least(const std::string& flag, int64_t value, int64_t min, std::string hint = {}) {
+    check(value >= min, "--" + flag + " must be at least " + std::to_string(min) + ", got " + std::to_string(value),
+          std::move(hint));
+  }
+  // A number flag that is not finite or outside [min, max] (an end in `open` excluded: "(" or ")" style).
+  void in_range(const std::string& flag, double value, double min, double max, std::string hint = {},
+                bool min_open = false, bool max_open = false) {
+    const bool ok = std::isfinite(value) && (min_open ? value > min : value >= min) && (max_open ? value < max : value <= max);
+    const std::string range = std::string(min_open ? "(" : "[") + number_text(min) + ", " + number_text(max) + (max_open ? ")" : "]");
+    check(ok, "--" + flag + " must be a finite number in " + range + ", got " + number_text(value), std::move(hint));
+  }
   bool empty() const { return found_.empty(); }
   size_t size() const { return found_.size(); }
   // Throws when there is any problem: the only one as it was raised (its type and exit code), several as one
@@ -53,6 +69,12 @@ class Problems {
     std::exception_ptr exception;  // as thrown, to rethrow a single problem unchanged
     UserError error;               // its message, hint and exit code
   };
+  static std::string number_text(double v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    std::ostringstream out;
+    out << v;
+    return out.str();
+  }
   static UserError current_user_error() {
     try {
       throw;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace swift {
 
@@ -30,5 +31,10 @@ class AtomicDir {
   std::filesystem::path tmp_;
   bool committed_ = false;
 };
+
+// The temporary siblings of writes whose process is gone (a killed run's "checkpoint-40.tmp-1234",
+// "args.json.tmp-1234": their pid no longer runs on this machine), removed from `dir`. Returns their names. A run
+// calls it on its folder when it starts, so a crash never leaves a checkpoint-sized leftover for good.
+std::vector<std::string> remove_stale_temporaries(const std::filesystem::path& dir);
 
 }  // namespace swift

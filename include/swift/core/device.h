@@ -20,7 +20,8 @@ std::optional<c10::ScalarType> parse_dtype(const std::string& spec, const std::s
 std::string dtype_name(c10::ScalarType dtype);
 
 // Sets LibTorch's intra-op thread count: `requested` when > 0, else OMP_NUM_THREADS, else the core count.
-// Returns the count in force.
+// Returns the count in force. UsageError for a negative count or one above 8 x the cores (at least 64), which
+// OpenMP could not start.
 int configure_threads(int requested);
 
 }  // namespace swift

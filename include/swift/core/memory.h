@@ -10,5 +10,9 @@ double peak_memory_gib(int cuda_device = -1);
 // Memory one rank may count on, in bytes: the CUDA device's total memory, or on the CPU the machine's
 // available memory (MemAvailable) shared by the ranks on it. 0 when unknown.
 double available_memory_bytes(int cuda_device, int local_ranks);
+// Hands the allocator's free pages back to the OS. The swift binary links jemalloc with decay off (freed pages
+// stay for the next training step: apps/swift/jemalloc_config.cpp), so a server that just held a large request
+// would keep its peak for good; it calls this afterwards. jemalloc: every arena is purged; glibc: malloc_trim.
+void return_free_memory();
 
 }  // namespace swift

@@ -74,6 +74,11 @@ ModelConfig parse_model_config(const nlohmann::json& j, const std::string& sourc
 // `dir`/config.json.
 ModelConfig load_model_config(const std::filesystem::path& dir);
 
+// How many parameters the config describes (embeddings, head or score, every layer's projections, biases and
+// norms: exactly what the model allocates), as a double so that absurd sizes do not overflow: what the weights
+// will need, known before anything is allocated.
+double parameter_count(const ModelConfig& config);
+
 // The config.json to write next to saved weights: `raw` with torch_dtype updated.
 nlohmann::json model_config_to_json(const ModelConfig& config);
 

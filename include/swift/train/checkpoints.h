@@ -1,7 +1,8 @@
 // A run's checkpoints as ms-swift lays them out: checkpoint-<step>/ with the model (or the LoRA adapter), args.json
 // and, unless --save_only_model, the optimizer state (one file, or one per rank when the strategy shards it), the
 // RNG state and trainer_state.json. Written atomically (a crash mid-save never leaves a checkpoint that looks
-// complete), the newest --save_total_limit kept; and resuming from one exactly.
+// complete), never with NaN/inf weights, the newest --save_total_limit kept; and resuming from one exactly, each
+// file it reads checked.
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -47,6 +48,8 @@ class Checkpoints {
 
  private:
   void write_rank0_files(int64_t step, const CheckpointSource& source, const std::filesystem::path& out) const;
+  // DataError when any weight is NaN or inf (on any rank): such a checkpoint is never written.
+  void require_finite_weights(int64_t step, const model::CausalLM& model) const;
   std::filesystem::path run_dir_;
   const LoopOptions& loop_;
   distributed::ParallelStrategy& parallel_;

@@ -72,6 +72,9 @@ struct LoopOptions {
   bool add_version = true;
   std::filesystem::path resume_from_checkpoint;
   bool resume_only_model = false, ignore_data_skip = false;
+  // Steps in a row whose gradients are not finite (each skipped, no update) before training stops with exit 3, the
+  // last checkpoint kept. float16's loss-scale overflows count too. Default: 20.
+  int64_t max_nonfinite_steps = 20;
 };
 
 struct TrainingOptions {

@@ -1,7 +1,7 @@
 // One optimizer step: `micro_batches` micro-batches forward and backward (the loss of each divided by the units of
 // the whole step on all ranks, so k micro-batches of b equal one batch of k*b and 2 ranks equal 1), the strategy's
-// exchanges at their points, the gradients unscaled (float16) and clipped, and the update, skipped when float16
-// gradients overflowed.
+// exchanges at their points, the gradients unscaled (float16) and clipped, and the update, skipped when the
+// gradients are not finite (a float16 overflow, or a NaN/inf loss or gradient in any precision).
 #pragma once
 
 #include <c10/core/ScalarType.h>
@@ -32,7 +32,7 @@ struct StepContext {
 
 struct StepResult {
   double grad_norm = 0;  // before clipping, over all ranks' gradients
-  bool skipped = false;  // float16 gradients overflowed: no update
+  bool skipped = false;  // the gradients were not finite (a float16 overflow, or NaN/inf): no update
 };
 
 // Draws `micro_batches` global micro-batches from `data` (each rank trains on its slice), adds each one's metrics
