@@ -6,11 +6,17 @@
 #              SWIFT_DEPS_PREFIX   a prefix with the Debian dependencies unpacked (scripts/offline_deps.sh)
 #              SWIFT_BUILD_DIR     build folder (default build)
 #              SWIFT_JOBS          parallel compile jobs (default: cores)
+#              SWIFT_SANITIZE      sanitizers for every target, e.g. address,undefined (docs/testing.md)
+#              SWIFT_CMAKE_ARGS    more configure arguments, space separated (scripts/fuzz.sh)
+#              SWIFT_BUILD_TARGET  what to build (default: everything)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD="${SWIFT_BUILD_DIR:-$ROOT/build}"
 args=(-S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSWIFT_BUILD_TESTS="${SWIFT_BUILD_TESTS:-ON}")
 if command -v ninja >/dev/null; then args+=(-G Ninja); fi
+if [ -n "${SWIFT_SANITIZE:-}" ]; then args+=(-DSWIFT_SANITIZE="$SWIFT_SANITIZE"); fi
+# shellcheck disable=SC2206  # split on spaces on purpose
+if [ -n "${SWIFT_CMAKE_ARGS:-}" ]; then args+=($SWIFT_CMAKE_ARGS); fi
 prefixes=()
 if [ -n "${SWIFT_TORCH_PREFIX:-}" ]; then prefixes+=("$SWIFT_TORCH_PREFIX"); fi
 if [ -n "${SWIFT_DEPS_PREFIX:-}" ]; then  # .debs unpacked by scripts/offline_deps.sh
@@ -36,6 +42,11 @@ cached_tests="$(sed -n 's/^SWIFT_BUILD_TESTS:BOOL=//p' "$BUILD/CMakeCache.txt" 2
 if [ ! -f "$BUILD/CMakeCache.txt" ] || [ "$ROOT/CMakeLists.txt" -nt "$BUILD/CMakeCache.txt" ] || [ "$cached_tests" != "$want_tests" ]; then
   mkdir -p "$BUILD"
   cmake "${args[@]}" >"$BUILD/configure.log" 2>&1 || { cat "$BUILD/configure.log"; exit 1; }
+fi
+if [ -n "${SWIFT_BUILD_TARGET:-}" ]; then
+  cmake --build "$BUILD" -j "${SWIFT_JOBS:-$(nproc)}" --target "$SWIFT_BUILD_TARGET"
+  echo "build: $SWIFT_BUILD_TARGET in $BUILD"
+  exit 0
 fi
 cmake --build "$BUILD" -j "${SWIFT_JOBS:-$(nproc)}"
 echo "build: $BUILD/bin/swift"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <new>
 #include <set>
@@ -97,6 +98,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.message().c_str());
     if (!e.hint().empty()) std::fprintf(stderr, "hint: %s\n", e.hint().c_str());
     return static_cast<int>(e.code());
+  } catch (const std::filesystem::filesystem_error& e) {  // a path the system refused: the user's to fix
+    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "hint: check that the path exists, is readable (or writable) and its name is not too long\n");
+    return static_cast<int>(swift::ExitCode::kData);
   } catch (const std::bad_alloc&) {  // a memory request that cannot be met is a resource problem, not a bug
     return out_of_memory("an allocation failed");
   } catch (const c10::OutOfMemoryError& e) {

@@ -78,7 +78,10 @@ std::string yaml_text(const YAML::Node& node) {
 std::vector<std::pair<std::string, std::vector<std::string>>> read_config_file(const std::string& command,
                                                                                const std::string& path,
                                                                                const std::vector<FlagSpec>& specs) {
-  SWIFT_CHECK(std::filesystem::exists(path), UsageError, "config file " + path + " does not exist",
+  std::error_code error;  // the non-throwing form: a name too long or a denied folder is the user's to fix
+  const bool found = std::filesystem::is_regular_file(path, error);
+  SWIFT_CHECK(found, UsageError,
+              "config file " + path + (error ? " cannot be read: " + error.message() : std::string(" does not exist")),
               "give a YAML or JSON file of flags as the first argument, or flags only");
   YAML::Node root;
   try {
@@ -90,6 +93,9 @@ std::vector<std::pair<std::string, std::vector<std::string>>> read_config_file(c
               "write one 'flag: value' per line, e.g. 'model: configs/models/qwen3-tiny'");
   std::vector<std::pair<std::string, std::vector<std::string>>> out;
   for (const auto& kv : root) {
+    SWIFT_CHECK(kv.first.IsScalar(), UsageError,
+                "config file " + path + ": a key is " + yaml_text(kv.first) + ", not a flag name",
+                "write one 'flag: value' per line, e.g. 'model: configs/models/qwen3-tiny'");
     const FlagSpec* spec = find_spec(specs, normalise(kv.first.as<std::string>()));
     if (!spec) unknown_flag(command, normalise(kv.first.as<std::string>()), specs, " (in " + path + ")");
     const std::string name = spec->name;

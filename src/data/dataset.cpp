@@ -67,7 +67,7 @@ json normalise_messages(const json& raw_in, const json& row, const std::string& 
   if (raw.is_string()) {  // some exports store the list as a JSON string
     try {
       raw = json::parse(raw.get<std::string>());
-    } catch (const json::parse_error&) {
+    } catch (const json::exception&) {
       throw DataError(where + ": \"messages\" is a string that is not a JSON list", kFormatsHint);
     }
   }
@@ -263,7 +263,7 @@ std::vector<json> read_rows(const fs::path& path) {
     json all;
     try {
       all = json::parse(buffer.str());
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
       throw DataError(path.string() + " is not valid JSON: " + e.what(), "a .json dataset is a list of objects");
     }
     if (all.is_object()) all = json::array({all});

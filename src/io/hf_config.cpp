@@ -22,7 +22,7 @@ json read_json_file(const fs::path& path) {
   buffer << in.rdbuf();
   try {
     return json::parse(buffer.str());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw DataError(path.string() + " is not valid JSON: " + e.what(), "fix or re-download the file");
   }
 }

@@ -163,10 +163,7 @@ std::unique_ptr<BpeModel> BpeModel::from_json(const nlohmann::json& j, const std
   std::vector<std::pair<std::string, int32_t>> vocab;
   vocab.reserve(v.size());
   for (auto it = v.begin(); it != v.end(); ++it) {
-    if (!it.value().is_number_integer()) {
-      detail::fail(where + ".vocab[\"" + it.key() + "\"]", "expected an integer id, got " + detail::json_kind(it.value()));
-    }
-    vocab.emplace_back(it.key(), int32_t(it.value().get<int64_t>()));
+    vocab.emplace_back(it.key(), detail::token_id(it.value(), where + ".vocab[\"" + it.key() + "\"]"));
   }
 
   const json& m = detail::required(j, "merges", where);

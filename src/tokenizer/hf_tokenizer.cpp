@@ -85,8 +85,7 @@ HfTokenizer::HfTokenizer(const json& j, TokenizerConfig config) : Tokenizer(std:
     t.single_word = detail::get_bool(e, "single_word", false, at);
     // As tokenizers: a token the model already has keeps the model's id.
     int32_t model_id = model_->token_to_id(t.content);
-    t.id = model_id >= 0 ? model_id : detail::get_int(e, "id", -1, at);
-    if (t.id < 0) detail::fail(at, "missing id");
+    t.id = model_id >= 0 ? model_id : detail::token_id(detail::required(e, "id", at), at + ".id");
     has_normalized_added_ = has_normalized_added_ || t.normalized;
     added.push_back(std::move(t));
   }

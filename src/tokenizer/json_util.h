@@ -62,6 +62,21 @@ inline int64_t get_int(const json& j, const char* key, int64_t def, const std::s
   return it->get<int64_t>();
 }
 
+// Token ids index dense tables (id -> token), so one absurd id would allocate gigabytes. The largest real
+// vocabularies are a few hundred thousand tokens; 2^24 leaves room for any of them.
+inline constexpr int64_t kMaxTokenId = int64_t(1) << 24;
+
+// A token id: an integer in [0, kMaxTokenId).
+inline int32_t token_id(const json& v, const std::string& where) {
+  if (!v.is_number_integer()) fail(where, "expected an integer token id, got " + json_kind(v));
+  const bool in_range = v.is_number_unsigned() ? v.get<uint64_t>() < uint64_t(kMaxTokenId)
+                                                : v.get<int64_t>() >= 0 && v.get<int64_t>() < kMaxTokenId;
+  if (!in_range) {
+    fail(where, "token id " + v.dump() + " is outside [0, " + std::to_string(kMaxTokenId) + ")");
+  }
+  return int32_t(v.get<int64_t>());
+}
+
 inline std::string type_of(const json& j, const std::string& where) { return get_string(j, "type", where); }
 
 // A single character field (Metaspace replacement, Strip content): exactly one code point.

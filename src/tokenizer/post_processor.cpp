@@ -55,10 +55,8 @@ class SequenceProcessor final : public PostProcessor {
 
 int32_t id_of_pair(const json& j, const char* key, const std::string& where) {
   const json& v = detail::required(j, key, where);
-  if (!v.is_array() || v.size() != 2 || !v[1].is_number_integer()) {
-    detail::fail(where + "." + key, "expected [\"token\", id], got " + v.dump());
-  }
-  return int32_t(v[1].get<int64_t>());
+  if (!v.is_array() || v.size() != 2) detail::fail(where + "." + key, "expected [\"token\", id], got " + v.dump());
+  return detail::token_id(v[1], where + "." + key + "[1]");
 }
 
 std::unique_ptr<PostProcessor> template_from_json(const json& j, const std::string& where) {
@@ -72,10 +70,7 @@ std::unique_ptr<PostProcessor> template_from_json(const json& j, const std::stri
       const json& ids = detail::required(it.value(), "ids", at);
       if (!ids.is_array()) detail::fail(at + ".ids", "expected a list of ids");
       std::vector<int32_t> v;
-      for (const json& id : ids) {
-        if (!id.is_number_integer()) detail::fail(at + ".ids", "expected integer ids, got " + id.dump());
-        v.push_back(int32_t(id.get<int64_t>()));
-      }
+      for (const json& id : ids) v.push_back(detail::token_id(id, at + ".ids"));
       specials[it.key()] = std::move(v);
     }
   }

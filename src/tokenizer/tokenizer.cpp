@@ -22,7 +22,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_json(std::string_view text, Tokenizer
   detail::json j;
   try {
     j = detail::json::parse(text.begin(), text.end());
-  } catch (const detail::json::parse_error& e) {
+  } catch (const detail::json::exception& e) {
     throw DataError(source + " is not valid JSON: " + e.what(),
                     "the file may be truncated; re-download tokenizer.json from the model repository");
   }

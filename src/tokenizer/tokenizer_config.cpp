@@ -27,7 +27,7 @@ TokenizerConfig parse_tokenizer_config(std::string_view text, const std::string&
   json j;
   try {
     j = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw DataError(source + " is not valid JSON: " + e.what(),
                     "the file may be truncated; re-download it from the model repository");
   }

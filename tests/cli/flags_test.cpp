@@ -78,6 +78,32 @@ TEST(Flags, ConfigFileExpandsAndCommandLineWins) {
   EXPECT_THROW(cli::parse_flags("infer", specs(), {(tmp / "missing.yaml").string()}), UsageError);
 }
 
+// Found by fuzzing: a YAML key that is a list or a mapping (complex keys) escaped as yaml-cpp's bad conversion.
+TEST(Flags, ConfigFileKeysMustBeFlagNames) {
+  test::TempDir tmp;
+  std::ofstream(tmp / "list_key.yaml") << "? - model\n  - stream\n: x\n";
+  std::ofstream(tmp / "map_key.yaml") << "? {model: m}\n: x\n";
+  for (const char* file : {"list_key.yaml", "map_key.yaml"}) {
+    try {
+      cli::parse_flags("infer", specs(), {(tmp / file).string()});
+      ADD_FAILURE() << file;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a flag name"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Found by fuzz_flags: a config file name the system refuses (longer than NAME_MAX) threw filesystem_error, exit 1.
+TEST(Flags, AConfigFileNameTooLongIsAUsageError) {
+  const std::string name = std::string(300, 'a') + ".yaml";
+  try {
+    cli::parse_flags("infer", specs(), {name});
+    ADD_FAILURE() << "accepted";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot be read"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Flags, EveryCommandsFlagsParseWithDefaults) {
   for (const auto& command : recipes::commands()) {
     SCOPED_TRACE(command.name);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end: the HTTP server of swift deploy, over raw sockets (http_conformance.py): pipelining, conflicting and
 # invalid Content-Length, chunked bodies, Expect: 100-continue, HTTP/1.0, slow and idle clients, methods and
-# paths, the Authorization value, header/body/connection/all-bodies limits, and memory returned after large
-# requests (the RSS figures are printed). Usage: http_test.sh path/to/swift
+# paths, the Authorization value, header/body/connection/all-bodies limits, memory returned after large requests
+# and flat over a load run (the RSS figures are printed). Usage: http_test.sh path/to/swift
 set -uo pipefail
 SWIFT="$1"
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"

@@ -41,5 +41,7 @@ TEST(HfConfig, BadJsonNamesTheFile) {
     EXPECT_NE(std::string(e.what()).find("config.json"), std::string::npos);
   }
   EXPECT_THROW(io::read_json_file(tmp / "absent.json"), DataError);
+  std::ofstream(tmp / "huge.json") << R"({"rope_theta": 1e999})";  // beyond a double: a DataError, not a crash
+  EXPECT_THROW(io::read_json_file(tmp / "huge.json"), DataError);
   EXPECT_TRUE(io::load_generation_config(tmp.path()).eos_token_ids.empty());
 }

@@ -73,6 +73,7 @@ TEST(TokenizerConfig, MalformedIsADataErrorNamingTheFile) {
   expect(R"({"chat_template": 7})", "chat_template");
   expect(R"({"added_tokens_decoder": {"x": {"content": "a"}}})", "added_tokens_decoder");
   expect(R"([1, 2])", "expected a JSON object");
+  expect(R"({"model_max_length": 1e+302222222})", "not valid JSON");  // a number beyond a double (found by fuzzing)
   EXPECT_THROW(load_tokenizer_config(dir.path() / "missing.json"), DataError);
 }
 
@@ -110,6 +111,18 @@ TEST(TokenizerLoad, MissingOrMalformedFilesAreDataErrors) {
   expect(dir.path(), (dir.path() / "tokenizer.json").string());
   dir.write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}, "decoder": {"type": "CTC2"}})");
   expect(dir.path(), "decoder");
+  dir.write("tokenizer.json", R"({"model": {"type": "BPE", "vocab": {"a": 1e999}, "merges": []}})");  // beyond a double
+  expect(dir.path(), (dir.path() / "tokenizer.json").string());
+  // Token ids index dense tables: an absurd one is refused before it allocates gigabytes (found by fuzzing:
+  // 87888888888 wrapped to an int32 near 2^31 and asked for 64 GB).
+  for (const char* id : {"87888888888", "16777216", "-1", "18446744073709551615"}) {
+    dir.write("tokenizer.json", std::string(R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": )") + id +
+                                    R"(}, "merges": []}})");
+    expect(dir.path(), std::string("token id ") + id + " is outside [0, 16777216)");
+    dir.write("tokenizer.json", std::string(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []},)") +
+                                    R"( "added_tokens": [{"content": "<x>", "id": )" + id + "}]}");
+    expect(dir.path(), "added_tokens[0].id");
+  }
 }
 
 }  // namespace
