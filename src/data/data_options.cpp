@@ -25,7 +25,12 @@ std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_
       {"system", FlagType::kString, "", "system prompt replacing the template's default"},
       {"use_chat_template", FlagType::kBool, pretrain ? "false" : "true", "false: plain text, as pretraining"},
       {"loss_scale", FlagType::kString, loss_scale_help.empty() ? (pretrain ? "all" : "default") : loss_scale_default,
-       loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all" : loss_scale_help},
+       loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all (each optionally +ignore_empty_think)"
+                               : loss_scale_help},
+      {"add_non_thinking_prefix", FlagType::kBool, "true",
+       "qwen3: open every training reply that does not think with the empty <think></think> block, as the model answers"},
+      {"disable_ignore_empty_think", FlagType::kBool, "false",
+       "qwen3: put loss on that empty think block too (by default it carries none, as ms-swift's +ignore_empty_think)"},
       {"max_length", FlagType::kInt, "0", "tokens per sample at most (0: the model's max_position_embeddings)"},
       {"truncation_strategy", FlagType::kString, "delete", "longer samples: delete, left or right"},
       {"dataset_num_proc", FlagType::kInt, "1", "threads that tokenise the dataset"},
@@ -59,7 +64,9 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
   if (flags.given("system")) o.system = flags.str("system");
   o.use_chat_template = flags.boolean("use_chat_template");
   o.loss_scale = flags.str("loss_scale");
-  if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_rule(o.loss_scale); }, templates::LossRule::kDefault);
+  if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_scale(o.loss_scale); }, templates::LossScale{});
+  o.add_non_thinking_prefix = flags.boolean("add_non_thinking_prefix");
+  o.disable_ignore_empty_think = flags.boolean("disable_ignore_empty_think");
   o.max_length = flags.integer("max_length");
   problems.at_least("max_length", o.max_length, 0, "tokens per sample; 0 takes the model's max_position_embeddings");
   o.truncation_strategy = flags.str("truncation_strategy");

@@ -12,23 +12,42 @@ TrainingTemplate training_template(const DataOptions& options, const tokenizer::
   templates::TemplateOptions template_options;
   template_options.system = options.system;
   template_options.row_kind = options.row_kind;
-  template_options.loss_rule = templates::parse_loss_rule(options.loss_scale);
+  template_options.add_non_thinking_prefix = options.add_non_thinking_prefix;
   TrainingTemplate t;
   if (!options.use_chat_template) {
+    const auto scale = effective_loss_scale(options, "");
+    template_options.loss_rule = scale.rule;
+    template_options.ignore_empty_think = scale.ignore_empty_think;
     t.chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), tokenizer, template_options);
+    t.loss_scale = templates::loss_scale_name(scale);
     return t;
   }
   const auto choice = templates::choose_template(options.template_name, {model_dir}, family_default,
                                                  "the default for model_type " + model_type);
+  const auto scale = effective_loss_scale(options, choice.name);
+  template_options.loss_rule = scale.rule;
+  template_options.ignore_empty_think = scale.ignore_empty_think;
   t.name = choice.name;
+  t.loss_scale = templates::loss_scale_name(scale);
   t.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), tokenizer, template_options);
   return t;
+}
+
+templates::LossScale effective_loss_scale(const DataOptions& options, const std::string& template_name) {
+  templates::LossScale scale = templates::parse_loss_scale(options.loss_scale);
+  // As ms-swift's TemplateArguments._set_loss_scale: a hybrid thinking template (qwen3: it thinks, and has an empty
+  // think block for replies that do not) puts no loss on that block unless --disable_ignore_empty_think.
+  if (!template_name.empty() && !options.disable_ignore_empty_think) {
+    const auto& meta = templates::find_template_meta(template_name);
+    if (meta.is_thinking && !meta.non_thinking_prefix.empty()) scale.ignore_empty_think = true;
+  }
+  return scale;
 }
 
 CacheInfo cache_identity(const DataOptions& options, const std::string& template_name, const tokenizer::Tokenizer& tokenizer) {
   CacheInfo info;
   info.template_name = template_name;
-  info.loss_scale = options.loss_scale;
+  info.loss_scale = templates::loss_scale_name(effective_loss_scale(options, template_name));
   info.system = options.system;
   info.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer);
   return info;

@@ -18,7 +18,30 @@ LossRule parse_loss_rule(std::string_view name) {
   if (name == "last_round") return LossRule::kLastRound;
   if (name == "all") return LossRule::kAll;
   throw UsageError("--loss_scale '" + std::string(name) + "' is not supported",
-                   "use default (every assistant reply), last_round (only the last reply) or all (every token)");
+                   "use default (every assistant reply), last_round (only the last reply) or all (every token), "
+                   "each optionally +ignore_empty_think");
+}
+
+LossScale parse_loss_scale(std::string_view name) {
+  constexpr std::string_view kIgnore = "ignore_empty_think";
+  LossScale scale;
+  if (name == kIgnore) {
+    scale.ignore_empty_think = true;
+    return scale;
+  }
+  const size_t plus = name.find('+');
+  if (plus != std::string_view::npos) {
+    SWIFT_CHECK(name.substr(plus + 1) == kIgnore, UsageError,
+                "--loss_scale '" + std::string(name) + "': '" + std::string(name.substr(plus + 1)) + "' is not supported",
+                "the one loss-scale swift adds to a base rule is ignore_empty_think, e.g. default+ignore_empty_think");
+    scale.ignore_empty_think = true;
+  }
+  scale.rule = parse_loss_rule(name.substr(0, plus));
+  return scale;
+}
+
+std::string loss_scale_name(const LossScale& scale) {
+  return std::string(loss_rule_name(scale.rule)) + (scale.ignore_empty_think ? "+ignore_empty_think" : "");
 }
 
 std::string_view loss_rule_name(LossRule rule) {
@@ -39,6 +62,30 @@ bool starts_with(const std::string& s, std::string_view prefix) {
 }
 bool ends_with(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool is_ascii_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+
+// The length of the empty think block that opens `reply`, or 0: ms-swift's ignore_empty_think.json patterns
+// ("^<think>\s*</think>\s*", "^</think>\s*", "^</mm:think>\s*", Seed's zero-budget block, Gemma's empty channel).
+size_t empty_think_length(std::string_view reply) {
+  auto spaces_from = [&](size_t at) {
+    while (at < reply.size() && is_ascii_space(reply[at])) ++at;
+    return at;
+  };
+  auto opens = [&](std::string_view s) { return reply.substr(0, s.size()) == s; };
+  if (opens("<think>")) {
+    const size_t close = spaces_from(7);
+    return reply.substr(close, 8) == "</think>" ? spaces_from(close + 8) : 0;
+  }
+  constexpr std::string_view kSeedZeroBudget =
+      "<seed:think><seed:cot_budget_reflect>The current thinking budget is 0, so I will directly start answering the "
+      "question.</seed:cot_budget_reflect>\n</seed:think>";
+  for (std::string_view closed : {std::string_view("</think>"), std::string_view("</mm:think>"), kSeedZeroBudget}) {
+    if (opens(closed)) return spaces_from(closed.size());
+  }
+  constexpr std::string_view kEmptyChannel = "<|channel>thought\n<channel|>";
+  return opens(kEmptyChannel) ? kEmptyChannel.size() : 0;
 }
 
 // Python's str.strip(chars) for ASCII whitespace or the given characters.
@@ -378,6 +425,27 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       case LossRule::kAll: c.has_loss = true; break;
       case LossRule::kDefault: c.has_loss = assistant; break;
       case LossRule::kLastRound: c.has_loss = assistant && in_last_round; break;
+    }
+  }
+  // ignore_empty_think: the empty think block opening a scored reply becomes a context of its own without loss
+  // (tokenized apart from the reply, as ms-swift splits the context at the pattern).
+  if (mode == Mode::kTrain && options_.ignore_empty_think) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].type != ContextType::kResponse || !out[i].has_loss || !out[i].ids.empty()) continue;
+      const size_t n = empty_think_length(out[i].text);
+      if (n == 0) continue;
+      // ms-swift matches the patterns again at the start of what follows: a rest that opens with one too (a reply
+      // written as "</think>\n\n..." behind the added block) carries no loss at all.
+      if (empty_think_length(std::string_view(out[i].text).substr(n)) > 0) {
+        out[i].has_loss = false;
+        continue;
+      }
+      Context think = out[i];
+      think.text.resize(n);
+      think.has_loss = false;
+      out[i].text.erase(0, n);
+      out.insert(out.begin() + static_cast<std::ptrdiff_t>(i), std::move(think));
+      ++i;
     }
   }
   return out;

@@ -91,6 +91,7 @@ std::unique_ptr<AdamW> make_optimizer(const OptimizerOptions& o, model::CausalLM
 json run_args(const TrainingOptions& options, const TrainingModel& policy) {
   json args = options.args;
   args["template"] = policy.template_name.empty() ? json(nullptr) : json(policy.template_name);
+  args["loss_scale"] = policy.loss_scale;
   args["model"] = fs::absolute(options.model.dir).string();
   if (const auto& q = policy.quantization) {
     args["quant_method"] = "bnb";
@@ -179,7 +180,9 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
       log_warn("step ", done, ": the gradient norm is ", result.grad_norm, ": the update is skipped");
     stop_if_diverged(nonfinite_in_a_row, loop.max_nonfinite_steps, done, checkpoints.last());
     const bool last = done == plan.total_steps;
-    if (done % loop.logging_steps == 0 || last) log.log_train(done, window, *objective, schedule.lr(step));
+    // The learning rate logged is the one after this step's scheduler step (the next step's), as the HF Trainer
+    // and so ms-swift log it.
+    if (done % loop.logging_steps == 0 || last) log.log_train(done, window, *objective, schedule.lr(done));
     if (!data.val.empty() && (done % loop.eval_steps == 0 || last))
       log.log_eval(done, evaluate(policy.model, *objective, *parallel, data.val, loop.per_device_eval_batch_size,
                                   policy.pad_id, options.model.autocast));

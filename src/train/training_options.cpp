@@ -20,6 +20,7 @@ const std::vector<std::pair<std::string, std::string>>& flags_without_effect() {
       {"attn_impl", "attention is LibTorch's scaled_dot_product_attention (fused flash/memory-efficient kernels)"},
       {"use_hf", "models and datasets are local paths or swift's built-ins; nothing is downloaded"},
       {"report_to", "TensorBoard events are always written under the run folder's runs/"},
+      {"model_type", "the architecture is read from the model folder's config.json"},
   };
   return kWhy;
 }
@@ -106,6 +107,7 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
       {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
+      {"model_type", FlagType::kString, "", "accepted for ms-swift command lines; the architecture comes from config.json"},
   });
   add(quant::quant_flags());
   add(cli::common_flags());

@@ -36,7 +36,11 @@ TEST_P(MsSwiftParity, SameIdsAndLabels) {
   const nlohmann::json& c = find_case(GetParam());
   TemplateOptions options;
   if (c.contains("system")) options.system = c["system"].get<std::string>();
-  if (c.contains("loss_scale")) options.loss_rule = parse_loss_rule(c["loss_scale"].get<std::string>());
+  if (c.contains("loss_scale")) {
+    const LossScale scale = parse_loss_scale(c["loss_scale"].get<std::string>());
+    options.loss_rule = scale.rule;
+    options.ignore_empty_think = scale.ignore_empty_think;
+  }
   std::optional<bool> enable_thinking;
   if (c.contains("enable_thinking")) enable_thinking = c["enable_thinking"].get<bool>();
   Template t(find_template_meta(c["template"].get<std::string>()), test::real_tokenizer(c["tokenizer"]), options);
@@ -67,9 +71,10 @@ TEST(MsSwiftGolden, CoversEveryTemplateAndRule) {
     if (c.contains("loss_scale")) rules.insert(c["loss_scale"].get<std::string>());
     modes.insert(c["mode"].get<std::string>());
   }
-  EXPECT_GE(golden()["cases"].size(), 38u);
+  EXPECT_GE(golden()["cases"].size(), 45u);
   EXPECT_EQ(templates, (std::set<std::string>{"chatml", "default", "llama", "llama3", "qwen", "qwen2_5", "qwen3"}));
-  EXPECT_EQ(rules, (std::set<std::string>{"all", "default", "last_round"}));
+  EXPECT_EQ(rules, (std::set<std::string>{"all", "default", "last_round", "all+ignore_empty_think",
+                                          "default+ignore_empty_think", "last_round+ignore_empty_think"}));
   EXPECT_EQ(modes, (std::set<std::string>{"infer", "train"}));
 }
 

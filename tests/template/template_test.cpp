@@ -354,6 +354,39 @@ TEST(TemplateErrors, BadConversations) {
   EXPECT_EQ(loss_rule_name(LossRule::kAll), "all");
 }
 
+TEST(TemplateLabels, LossScaleNames) {
+  for (const char* name : {"default", "last_round", "all", "default+ignore_empty_think", "last_round+ignore_empty_think",
+                           "all+ignore_empty_think"}) {
+    EXPECT_EQ(loss_scale_name(parse_loss_scale(name)), name);
+  }
+  EXPECT_EQ(loss_scale_name(parse_loss_scale("ignore_empty_think")), "default+ignore_empty_think");
+  for (const char* bad : {"react", "default+react", "default+", "+ignore_empty_think", "hermes+ignore_empty_think"}) {
+    EXPECT_THROW(parse_loss_scale(bad), UsageError) << bad;
+  }
+}
+
+// ms-swift's "+ignore_empty_think" (which it adds by itself for qwen3): the empty think block opening a scored reply
+// carries no loss; a reply that thinks keeps all of it. msswift_parity_test.cpp checks the ids against ms-swift's.
+TEST(TemplateLabels, IgnoreEmptyThinkMasksOnlyTheEmptyBlock) {
+  const auto& tok = real_tokenizer("qwen3");
+  TemplateOptions o;
+  o.ignore_empty_think = true;
+  EXPECT_EQ(test::loss_texts(make("qwen3", "qwen3", o).encode(kTwoRounds), tok),
+            (Texts{"Hello!<|im_end|>\n", "4.<|im_end|>\n"}));
+  const Conversation thinking = {U("2+2?"), A("<think>\nadd\n</think>\n\n4.")};
+  EXPECT_EQ(test::loss_texts(make("qwen3", "qwen3", o).encode(thinking), tok),
+            (Texts{"<think>\nadd\n</think>\n\n4.<|im_end|>\n"}));
+  // Written in the data (any whitespace inside), or a bare closing tag: masked alike.
+  const Conversation written = {U("Hi"), A("<think> \n</think>\nHello!")};
+  EXPECT_EQ(test::loss_texts(make("qwen3", "qwen3", o).encode(written), tok), (Texts{"Hello!<|im_end|>\n"}));
+  const Conversation bare = {U("Hi"), A("</think>\n\nHello!")};
+  EXPECT_EQ(test::loss_texts(make("chatml", "qwen3", o).encode(bare), tok), (Texts{"Hello!<|im_end|>\n"}));
+  // Inference and rendering are untouched; the same ids come out, only the labels differ.
+  TemplateOptions plain;
+  EXPECT_EQ(make("qwen3", "qwen3", o).encode(kTwoRounds).input_ids,
+            make("qwen3", "qwen3", plain).encode(kTwoRounds).input_ids);
+}
+
 // ---- messages as JSON -------------------------------------------------------------------------------------
 
 TEST(TemplateMessages, FromJson) {

@@ -27,6 +27,8 @@ struct DataOptions {
   std::optional<std::string> system;      // --system, when given
   bool use_chat_template = true;          // --use_chat_template (pt: false)
   std::string loss_scale = "default";     // --loss_scale as given ("": the command's default, rlhf)
+  bool add_non_thinking_prefix = true;    // --add_non_thinking_prefix (qwen3: replies without thinking get the empty block)
+  bool disable_ignore_empty_think = false;  // --disable_ignore_empty_think: score that block (ms-swift's switch)
   int64_t max_length = 0;                 // --max_length. Default: 0, the model's max_position_embeddings.
   Truncation truncation = Truncation::kDelete;  // --truncation_strategy
   std::string truncation_strategy = "delete";   // its spelling, recorded in caches

@@ -37,6 +37,15 @@ enum class LossRule {
 LossRule parse_loss_rule(std::string_view name);
 std::string_view loss_rule_name(LossRule rule);
 
+// --loss_scale as ms-swift spells it: a base rule, optionally joined with "+ignore_empty_think" ("ignore_empty_think"
+// alone means "default+ignore_empty_think"). ms-swift's other loss-scale names (react, hermes, qwen, ...) are refused.
+struct LossScale {
+  LossRule rule = LossRule::kDefault;
+  bool ignore_empty_think = false;
+};
+LossScale parse_loss_scale(std::string_view name);
+std::string loss_scale_name(const LossScale& scale);
+
 struct TemplateOptions {
   // --system: replaces the template's default system prompt; a system message in the data still wins, and an
   // empty system message means "no system prompt". Default: unset.
@@ -49,6 +58,11 @@ struct TemplateOptions {
   // --add_non_thinking_prefix: in training, open replies that lack "<think>" with the template's empty think
   // block (qwen3). Default: true.
   bool add_non_thinking_prefix = true;
+  // "+ignore_empty_think" in --loss_scale: in training, an empty think block opening a reply ("<think>\n\n</think>\n\n",
+  // or a bare "</think>\n\n") carries no loss, as ms-swift's ignore_empty_think.json. Default: false; training turns
+  // it on for hybrid thinking templates (qwen3) as ms-swift does, unless --disable_ignore_empty_think
+  // (data::training_template).
+  bool ignore_empty_think = false;
   // The "Today Date" of llama3_2's system header, e.g. "26 Jul 2024". Default: "" (today, as ms-swift).
   std::string date;
   // What a training row is (swift rlhf; ms-swift's template modes "rlhf" and "kto"): encode_row

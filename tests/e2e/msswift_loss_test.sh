@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
+# (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
+# "+ignore_empty_think"), must log the same loss, grad norm, token accuracy and learning rate step for step.
+# ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json swift.cli.sft
+MS_SWIFT="$(dirname "$PY")/swift"
+[ -x "$MS_SWIFT" ] || skip_suite "no ms-swift 'swift' command beside $PY (run scripts/setup.sh --tests)"
+
+run export 0 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 7 --output_dir "$TMP/m"
+# Plain chat (the template adds the empty think block), a system prompt, two rounds, and a reply that thinks.
+cat > "$TMP/d.jsonl" <<'J'
+{"messages": [{"role": "user", "content": "What is the capital of France?"}, {"role": "assistant", "content": "The capital of France is Paris."}]}
+{"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Name a colour."}, {"role": "assistant", "content": "Blue."}]}
+{"messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello! How can I help you today?"}, {"role": "user", "content": "Count to three."}, {"role": "assistant", "content": "One, two, three."}]}
+{"messages": [{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "<think>\nSimple.\n</think>\n\n4"}]}
+J
+
+# The command line both tools run (one batch of all four rows per step, so data order cannot matter).
+common=(sft --model "$TMP/m" --model_type qwen3 --template qwen3 --tuner_type full --dataset "$TMP/d.jsonl"
+  --max_steps 3 --per_device_train_batch_size 4 --learning_rate 1e-3 --logging_steps 1 --save_steps 100
+  --torch_dtype float32 --dataloader_num_workers 0 --dataset_num_proc 1 --split_dataset_ratio 0 --seed 42)
+both() {  # both NAME EXTRA_FLAGS...: runs ms-swift and swift, then compares their logging.jsonl
+  local name="$1"; shift
+  CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
+    run "${name}_ms_swift" 0 "$MS_SWIFT" "${common[@]}" --output_dir "$TMP/ms_$name" "$@"
+  OMP_NUM_THREADS=1 run "${name}_swift" 0 "$SWIFT" "${common[@]}" --output_dir "$TMP/sw_$name" "$@"
+  "$PY" - "$TMP/ms_$name" "$TMP/sw_$name" "$name" <<'P' && ok || bad "$name: swift's log differs from ms-swift's"
+import glob, json, sys
+def rows(d):
+    log = glob.glob(d + "/v*/logging.jsonl")
+    return [r for r in map(json.loads, open(log[0])) if "loss" in r]
+ms, sw = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(ms) == len(sw) == 3, (len(ms), len(sw))
+for a, b in zip(ms, sw):
+    for key in ("loss", "grad_norm", "token_acc", "learning_rate"):
+        assert abs(a[key] - b[key]) <= 1e-5 + 1e-4 * abs(a[key]), (sys.argv[3], a["global_step/max_steps"], key, a[key], b[key])
+print(f"{sys.argv[3]}: step 1 loss ms-swift {ms[0]['loss']:.6f} swift {sw[0]['loss']:.6f}; "
+      f"step 3 loss {ms[2]['loss']:.6f} / {sw[2]['loss']:.6f}")
+P
+}
+both default                                   # default+ignore_empty_think (ms-swift adds it for qwen3)
+both last_round --loss_scale last_round        # last_round+ignore_empty_think
+both keep_think --disable_ignore_empty_think true  # the empty think block trained, as ms-swift's switch says
+# swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's step-1 log
+# probabilities of chosen and rejected replies, which depend only on the model and on which tokens are scored.
+# (Not compared: the loss and later steps. Here ms-swift 4.6 logs DPO's loss and grad norm at a quarter of TRL's
+# (0.1733 where the DPO loss of an untrained policy is ln 2 = 0.6931, at batch 4), so it clips differently; open.)
+sed 's/}]}$/}], "rejected_response": "I do not know."}/' "$TMP/d.jsonl" > "$TMP/p.jsonl"
+dpo=(rlhf --rlhf_type dpo "${common[@]:1}" --dataset "$TMP/p.jsonl" --max_steps 1)
+CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
+  run dpo_ms_swift 0 "$MS_SWIFT" "${dpo[@]}" --output_dir "$TMP/ms_dpo"
+OMP_NUM_THREADS=1 run dpo_swift 0 "$SWIFT" "${dpo[@]}" --output_dir "$TMP/sw_dpo"
+"$PY" - "$TMP/ms_dpo" "$TMP/sw_dpo" <<'P' && ok || bad "dpo: swift's log probabilities differ from ms-swift's"
+import glob, json, sys
+def first(d):
+    return next(r for r in map(json.loads, open(glob.glob(d + "/v*/logging.jsonl")[0])) if "logps/chosen" in r)
+ms, sw = first(sys.argv[1]), first(sys.argv[2])
+for key in ("logps/chosen", "logps/rejected"):
+    assert abs(ms[key] - sw[key]) <= 1e-4 * abs(ms[key]), (key, ms[key], sw[key])
+print(f"dpo: step 1 logps/chosen ms-swift {ms['logps/chosen']:.5f} swift {sw['logps/chosen']:.5f}")
+P
+grep -q '"loss_scale": "default+ignore_empty_think"' "$TMP"/ms_default/v*/args.json && ok || bad "ms-swift's args.json lacks the automatic +ignore_empty_think"
+grep -q '"loss_scale": "default+ignore_empty_think"' "$TMP"/sw_default/v*/args.json && ok || bad "swift's args.json lacks the automatic +ignore_empty_think"
+
+finish msswift_loss
