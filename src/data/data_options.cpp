@@ -42,7 +42,7 @@ std::vector<cli::FlagSpec> training_data_flags() {
   using cli::FlagType;
   return {
       {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
-      {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)"},
+      {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)", {"pack_max_length"}},
       {"lazy_tokenize", FlagType::kBool, "false", "encode each row when its batch is drawn instead of all up front"},
       {"streaming", FlagType::kBool, "false", "read --dataset row by row while training (.jsonl line by line; needs --max_steps)"},
       {"shuffle_buffer_size", FlagType::kInt, "1000", "--streaming: rows held for shuffling (1: file order)"},

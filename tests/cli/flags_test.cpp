@@ -124,6 +124,15 @@ TEST(Flags, EveryCommandsFlagsParseWithDefaults) {
   }
 }
 
+// Older ms-swift spellings that pasted command lines still carry (issue 18's command lines) reach the flag they mean.
+TEST(Flags, OldMsSwiftSpellingsAreAliases) {
+  auto f = cli::parse_flags("sft", recipes::sft_flags(), {"--lora_target_modules", "all-linear", "q_proj", "--pack_max_length",
+                                                  "8192", "--sft_type", "full"});
+  EXPECT_EQ(f.list("target_modules"), (std::vector<std::string>{"all-linear", "q_proj"}));
+  EXPECT_EQ(f.integer("packing_length"), 8192);
+  EXPECT_EQ(f.str("train_type"), "full");
+}
+
 TEST(Flags, ClosestMatch) {
   EXPECT_EQ(cli::closest_match("exprot", {"export", "infer", "sft"}), "export");
   EXPECT_EQ(cli::closest_match("zzzzzzzz", {"export", "infer", "sft"}), "");
