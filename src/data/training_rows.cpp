@@ -9,28 +9,26 @@ namespace swift::data {
 TrainingTemplate training_template(const DataOptions& options, const tokenizer::Tokenizer& tokenizer,
                                    const std::filesystem::path& model_dir, const std::string& family_default,
                                    const std::string& model_type) {
+  TrainingTemplate t;  // name "": plain text
+  if (options.use_chat_template) {
+    t.name = templates::choose_template(options.template_name, {model_dir}, family_default,
+                                        "the default for model_type " + model_type).name;
+  }
+  const auto scale = effective_loss_scale(options, t.name);
   templates::TemplateOptions template_options;
   template_options.system = options.system;
   template_options.row_kind = options.row_kind;
   template_options.add_non_thinking_prefix = options.add_non_thinking_prefix;
-  TrainingTemplate t;
-  if (!options.use_chat_template) {
-    const auto scale = effective_loss_scale(options, "");
-    template_options.loss_rule = scale.rule;
-    template_options.ignore_empty_think = scale.ignore_empty_think;
-    t.chat = std::make_unique<templates::Template>(templates::plain_text_template_meta(), tokenizer, template_options);
-    t.loss_scale = templates::loss_scale_name(scale);
-    return t;
-  }
-  const auto choice = templates::choose_template(options.template_name, {model_dir}, family_default,
-                                                 "the default for model_type " + model_type);
-  const auto scale = effective_loss_scale(options, choice.name);
   template_options.loss_rule = scale.rule;
   template_options.ignore_empty_think = scale.ignore_empty_think;
-  t.name = choice.name;
-  t.loss_scale = templates::loss_scale_name(scale);
-  t.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), tokenizer, template_options);
+  t.chat = std::make_unique<templates::Template>(
+      t.name.empty() ? templates::plain_text_template_meta() : templates::find_template_meta(t.name), tokenizer,
+      template_options);
   return t;
+}
+
+std::string resolved_loss_scale(const DataOptions& options, const std::string& template_name) {
+  return templates::loss_scale_name(effective_loss_scale(options, template_name));
 }
 
 templates::LossScale effective_loss_scale(const DataOptions& options, const std::string& template_name) {
@@ -47,7 +45,7 @@ templates::LossScale effective_loss_scale(const DataOptions& options, const std:
 CacheInfo cache_identity(const DataOptions& options, const std::string& template_name, const tokenizer::Tokenizer& tokenizer) {
   CacheInfo info;
   info.template_name = template_name;
-  info.loss_scale = templates::loss_scale_name(effective_loss_scale(options, template_name));
+  info.loss_scale = resolved_loss_scale(options, template_name);
   info.system = options.system;
   info.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer);
   return info;

@@ -51,9 +51,7 @@ class TimedSocket {
   template <typename MutableBufferSequence>
   std::size_t read_some(const MutableBufferSequence& buffers) {
     error_code ec;
-    const std::size_t n = read_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
+    return or_throw(read_some(buffers, ec), ec);
   }
 
   template <typename ConstBufferSequence>
@@ -73,12 +71,15 @@ class TimedSocket {
   template <typename ConstBufferSequence>
   std::size_t write_some(const ConstBufferSequence& buffers) {
     error_code ec;
-    const std::size_t n = write_some(buffers, ec);
-    if (ec) throw boost::system::system_error(ec);
-    return n;
+    return or_throw(write_some(buffers, ec), ec);
   }
 
  private:
+  // The throwing overloads (Beast's SyncStream concept has both forms).
+  static std::size_t or_throw(std::size_t n, const error_code& ec) {
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
   std::size_t receive(void* data, std::size_t size, error_code& ec);
   std::size_t send(int count, error_code& ec);
   static constexpr int kMaxPieces = 16;

@@ -10,6 +10,7 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/core/progress.h"
+#include "swift/data/training_rows.h"
 #include "swift/model/parameter_layout.h"
 #include "swift/quant/quant_config.h"
 #include "swift/train/checkpoints.h"
@@ -91,7 +92,7 @@ std::unique_ptr<AdamW> make_optimizer(const OptimizerOptions& o, model::CausalLM
 json run_args(const TrainingOptions& options, const TrainingModel& policy) {
   json args = options.args;
   args["template"] = policy.template_name.empty() ? json(nullptr) : json(policy.template_name);
-  args["loss_scale"] = policy.loss_scale;
+  args["loss_scale"] = data::resolved_loss_scale(options.data, policy.template_name);
   args["model"] = fs::absolute(options.model.dir).string();
   if (const auto& q = policy.quantization) {
     args["quant_method"] = "bnb";

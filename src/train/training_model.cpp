@@ -79,7 +79,6 @@ TrainingModel build_training_model(const TrainingOptions& options, const Trainin
   auto chat = data::training_template(options.data, *m.tokenizer, mo.dir, family ? family->default_template : "",
                                       config.model_type);
   m.template_name = chat.name;
-  m.loss_scale = chat.loss_scale;
   m.chat = std::move(chat.chat);
   m.pad_id = m.tokenizer->pad_id().value_or(m.tokenizer->eos_id().value_or(0));
 

@@ -42,7 +42,6 @@ std::vector<T> split_off_validation(std::vector<T>& items, double ratio, uint64_
 struct TrainingTemplate {
   std::string name;
   std::unique_ptr<templates::Template> chat;
-  std::string loss_scale;  // what --loss_scale resolved to, as ms-swift records it ("default+ignore_empty_think")
 };
 TrainingTemplate training_template(const DataOptions& options, const tokenizer::Tokenizer& tokenizer,
                                    const std::filesystem::path& model_dir, const std::string& family_default,
@@ -51,6 +50,8 @@ TrainingTemplate training_template(const DataOptions& options, const tokenizer::
 // --loss_scale as the template applies it: with "+ignore_empty_think" added for hybrid thinking templates (qwen3)
 // unless --disable_ignore_empty_think, as ms-swift. `template_name` "" is plain text.
 templates::LossScale effective_loss_scale(const DataOptions& options, const std::string& template_name);
+// Its name, as ms-swift records it in args.json ("default+ignore_empty_think").
+std::string resolved_loss_scale(const DataOptions& options, const std::string& template_name);
 
 // What identifies an encoding in a cached dataset: the template, --loss_scale, --system and the tokenizer. The
 // export writes it, and training from a cache checks the cache against it.

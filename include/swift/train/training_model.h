@@ -22,7 +22,6 @@ struct TrainingModel {
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<templates::Template> chat;
   std::string template_name;  // "" for plain text
-  std::string loss_scale;     // --loss_scale as resolved ("default+ignore_empty_think" for qwen3), for args.json
   int64_t pad_id = 0;
   tuners::LoraConfig lora;    // the adapter trained (LoRA runs)
   std::optional<quant::QuantConfig> quantization;  // how the frozen base is quantized (QLoRA)
