@@ -31,7 +31,6 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp REQUIRED)
-find_package(ZLIB REQUIRED)  # PNG loss plots (Debian zlib1g-dev)
 
 if(SWIFT_USE_JEMALLOC)
   find_library(JEMALLOC_LIBRARY NAMES jemalloc)
@@ -56,6 +55,15 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+# The run folder's pictures (images/*.png): Cairo draws antialiased lines and text and writes the PNG
+# (Debian libcairo2-dev; docs/building.md says why). Found by its header and library rather than pkg-config,
+# whose cairo.pc requires the -dev packages of its whole chain (X11, glib, ...): an offline build then carries
+# libcairo2-dev and the runtime libraries only (scripts/offline_deps.sh).
+find_path(CAIRO_INCLUDE_DIR cairo.h PATH_SUFFIXES cairo REQUIRED)
+find_library(CAIRO_LIBRARY cairo REQUIRED)
+add_library(swift::cairo INTERFACE IMPORTED)
+target_include_directories(swift::cairo INTERFACE ${CAIRO_INCLUDE_DIR})
+target_link_libraries(swift::cairo INTERFACE ${CAIRO_LIBRARY})
 
 # Distributed training: c10d's ProcessGroupGloo header includes Gloo's, which the PyPI wheel does not ship
 # (LibTorch has Gloo compiled in); Debian's libgloo-dev provides them. Only smart pointers to Gloo types cross

@@ -10,8 +10,12 @@
 set -euo pipefail
 PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev libfmt9 libgtest-dev libgmock-dev
   libyaml-cpp-dev libyaml-cpp0.7 libpcre2-dev libpcre2-8-0 libutf8proc-dev libutf8proc2 libsentencepiece-dev
-  libsentencepiece0 libboost1.74-dev libjemalloc-dev libjemalloc2 zlib1g-dev pkgconf pkgconf-bin libpkgconf3
-  libgloo-dev)  # headers only: libboost1.74-dev for the deploy server (Beast), libgloo-dev for c10d's Gloo
+  libsentencepiece0 libboost1.74-dev libjemalloc-dev libjemalloc2 pkgconf pkgconf-bin libpkgconf3
+  libgloo-dev   # headers only: libboost1.74-dev for the deploy server (Beast), libgloo-dev for c10d's Gloo
+  # Cairo (the run folder's pictures): its headers and library, and the runtime libraries it loads, with a font.
+  libcairo2-dev libcairo2 libpixman-1-0 libfontconfig1 fontconfig-config fonts-dejavu-core libfreetype6
+  libpng16-16 libbrotli1 libexpat1 libx11-6 libx11-data libxcb1 libxcb-render0 libxcb-shm0 libxau6 libxdmcp6
+  libbsd0 libmd0 libxext6 libxrender1)
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

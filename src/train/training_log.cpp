@@ -65,8 +65,7 @@ void TrainingLog::log_train(int64_t done, MetricWindow& window, const TrainingOb
   scalars.emplace_back("train/grad_norm", row["grad_norm"].get<double>());
   scalars.emplace_back("train/learning_rate", row["learning_rate"].get<double>());
   if (tensorboard_) tensorboard_->add_scalars(scalars, done);
-  loss_curve_.steps.push_back(static_cast<double>(done));
-  loss_curve_.values.push_back(row["loss"].get<double>());
+  for (const auto& [tag, v] : scalars) scalars_.add(tag, done, v);
   window.clear();
   window_grad_norm_ = 0;
   window_steps_ = 0;
@@ -83,14 +82,12 @@ void TrainingLog::log_eval(int64_t done, const std::vector<std::pair<std::string
   if (jsonl_) jsonl_->write(row);
   log_info(format_log_row(row));
   if (tensorboard_) tensorboard_->add_scalars(scalars, done);
-  eval_curve_.steps.push_back(static_cast<double>(done));
-  eval_curve_.values.push_back(row["eval_loss"].get<double>());
+  for (const auto& [tag, v] : scalars) scalars_.add(tag, done, v);
 }
 
 void TrainingLog::finish() {
   if (!parallel_.main_rank()) return;
-  write_loss_plot(run_dir_ / "images" / "train_loss.png", {loss_curve_});
-  if (!eval_curve_.values.empty()) write_loss_plot(run_dir_ / "images" / "eval_loss.png", {eval_curve_});
+  write_run_images(run_dir_ / "images", scalars_);
 }
 
 }  // namespace swift::train

@@ -20,6 +20,28 @@ for f in args.json logging.jsonl images/train_loss.png checkpoint-150/config.jso
   test -s "$RUN/$f" && ok || bad "run folder lacks $f"
 done
 ls "$RUN"/runs/events.out.tfevents.* >/dev/null 2>&1 && ok || bad "no TensorBoard events"
+# images/: a picture per logged scalar, named as ms-swift names them; each a whole PNG (signature, chunk CRCs, an
+# IDAT that inflates to 800x500 RGB rows).
+"$PY" - "$RUN/images" <<'P' && ok || bad "images/ lacks ms-swift's pictures or holds a broken PNG"
+import os, struct, sys, zlib
+names = sorted(os.listdir(sys.argv[1]))
+for want in ["train_loss.png", "train_learning_rate.png", "train_grad_norm.png", "train_token_acc.png"]:
+    assert want in names, (want, names)
+for name in names:
+    data = open(os.path.join(sys.argv[1], name), "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", name
+    at, idat, width, height = 8, b"", 0, 0
+    while at < len(data):
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        body = data[at + 8:at + 8 + length]
+        assert struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0] == zlib.crc32(kind + body), (name, kind)
+        if kind == b"IHDR":
+            width, height, depth, colour = struct.unpack(">IIBB", body[:10])
+            assert (width, height, depth, colour) == (800, 500, 8, 2), (name, width, height, depth, colour)
+        idat += body if kind == b"IDAT" else b""
+        at += 12 + length
+    assert len(zlib.decompress(idat)) == height * (1 + 3 * width), name
+P
 "$PY" - "$RUN/logging.jsonl" <<'P' && ok || bad "loss did not fall"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if '"loss"' in l]
@@ -44,6 +66,7 @@ LRUN="$(ls -d "$TMP"/lora/v0-*)"
 test -s "$LRUN/checkpoint-6/adapter_model.safetensors" && test -s "$LRUN/checkpoint-6/adapter_config.json" && ok || bad "no adapter"
 test ! -e "$LRUN/checkpoint-3" && ok || bad "save_total_limit 1 kept checkpoint-3"
 grep -q '"eval_loss"' "$LRUN/logging.jsonl" && ok || bad "no eval_loss"
+test -s "$LRUN/images/eval_loss.png" && test -s "$LRUN/images/eval_token_acc.png" && ok || bad "no eval pictures"
 run infer_adapter 0 "$SWIFT" infer --adapters "$LRUN/checkpoint-6" --val_dataset "$TMP/ask.jsonl" --result_path "$TMP/lora.jsonl" --max_new_tokens 4
 test "$(wc -l < "$TMP/lora.jsonl")" = 3 && ok || bad "adapter infer rows"
 # Merging the adapter into the weights gives the same greedy answers as base + adapter.

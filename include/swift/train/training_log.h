@@ -1,7 +1,7 @@
 // What a run writes besides its checkpoints, as ms-swift lays it out: the run folder (<output_dir>/v<N>-<time>),
-// args.json, logging.jsonl, TensorBoard events under runs/, a console line per logged step and evaluation, and the
-// loss curves as images/train_loss.png and eval_loss.png at the end. Rank 0 writes; every rank takes part in the
-// reductions.
+// args.json, logging.jsonl, TensorBoard events under runs/, a console line per logged step and evaluation, and at
+// the end a picture of every logged scalar in images/ (train_loss.png, train_learning_rate.png, eval_loss.png, ...;
+// run_images.h). Rank 0 writes; every rank takes part in the reductions.
 #pragma once
 
 #include <c10/core/Device.h>
@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "swift/distributed/parallel_strategy.h"
-#include "swift/train/loss_plot.h"
 #include "swift/train/metric_window.h"
 #include "swift/train/objective.h"
 #include "swift/train/run_dir.h"
+#include "swift/train/run_images.h"
 #include "swift/train/tensorboard_writer.h"
 
 namespace swift::train {
@@ -41,7 +41,7 @@ class TrainingLog {
   void log_train(int64_t done, MetricWindow& window, const TrainingObjective& objective, double learning_rate);
   // An evaluation row for step `done`.
   void log_eval(int64_t done, const std::vector<std::pair<std::string, double>>& metrics);
-  // The loss curves as PNGs (rank 0).
+  // A PNG per logged scalar in images/, as ms-swift draws them (rank 0).
   void finish();
 
  private:
@@ -49,8 +49,7 @@ class TrainingLog {
   std::filesystem::path run_dir_;
   std::optional<JsonlLog> jsonl_;
   std::optional<TensorBoardWriter> tensorboard_;
-  PlotSeries loss_curve_{"train/loss", {}, {}, std::nullopt, 0.9};
-  PlotSeries eval_curve_{"eval/loss", {}, {}, std::nullopt, 0.0};
+  ScalarHistory scalars_;  // what went to TensorBoard, for the pictures
   std::chrono::steady_clock::time_point start_;
   c10::Device device_ = c10::Device(c10::kCPU);
   int64_t start_step_ = 0, total_steps_ = 0, steps_per_epoch_ = 1;
