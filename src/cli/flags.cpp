@@ -298,6 +298,11 @@ std::vector<FlagSpec> common_flags() {
       {"torch_dtype", FlagType::kString, "auto", "weights' dtype: auto (the checkpoint's), float32, bfloat16, float16"},
       {"num_threads", FlagType::kInt, "0", "CPU intra-op threads; 0 = OMP_NUM_THREADS, else the core count"},
       {"seed", FlagType::kInt, "42", "random seed (initialisation, sampling, shuffling)"},
+      {"attn_impl", FlagType::kString, "",
+       "attention kernel: sdpa (default: LibTorch picks), flash_attn (also flash_attention_2/3), memory_efficient, "
+       "eager (math)"},
+      {"use_flash_attn", FlagType::kBool, "false", "true: --attn_impl flash_attn (older ms-swift switch)",
+       {"use_flash_attention"}},
   };
 }
 

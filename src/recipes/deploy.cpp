@@ -38,11 +38,12 @@ std::vector<cli::FlagSpec> deploy_flags() {
       {"port", FlagType::kInt, "8000", "port to listen on (0: any free port, printed at start)"},
       {"api_key", FlagType::kString, "", "require 'Authorization: Bearer <key>' on /v1/* (default: no key)"},
       {"served_model_name", FlagType::kString, "", "model id in the API (default: the --model folder's name)"},
-      {"max_batch_size", FlagType::kInt, "32", "sequences decoded together; the rest wait in the queue"},
+      {"max_batch_size", FlagType::kInt, "32", "sequences decoded together; the rest wait in the queue",
+       {"vllm_max_num_seqs"}},
       {"max_waiting", FlagType::kInt, "256", "sequences that may wait beyond the running batch; more get 429"},
       {"max_model_len", FlagType::kInt, "0",
        "prompt + reply tokens at most (0: max_position_embeddings, times the rope_scaling factor where it extends "
-       "the context, as vLLM)"},
+       "the context, as vLLM)", {"vllm_max_model_len", "lmdeploy_session_len"}},
       {"max_logprobs", FlagType::kInt, "20", "most top_logprobs / logprobs / prompt_logprobs a request may ask"},
       {"request_timeout", FlagType::kFloat, "60",
        "seconds a request may take to arrive whole (else 408), and a client to take each part of an answer (else "

@@ -40,7 +40,8 @@ std::vector<cli::FlagSpec> export_flags() {
       {"exist_ok", FlagType::kBool, "false", "replace --output_dir if it exists"},
       {"adapters", FlagType::kList, "", "a LoRA adapter folder to merge (its args.json supplies --model when not given)",
        {"ckpt_dir"}},
-      {"merge_lora", FlagType::kBool, "false", "fold --adapters into the weights and write a plain model folder"},
+      {"merge_lora", FlagType::kBool, "false",
+       "fold --adapters into the weights and write a plain model folder (--adapters alone implies it)"},
       {"to_cached_dataset", FlagType::kBool, "false",
        "tokenise --dataset once into --output_dir/train (and val/) for swift sft --cached_dataset"},
   };
@@ -83,8 +84,14 @@ ExportOptions export_options(const cli::Flags& flags, const std::string& device)
   ExportOptions o;
   o.adapters = flags.list("adapters");
   problems.check(o.adapters.size() <= 1, "--adapters takes one folder", "merge one adapter at a time");
-  problems.check(o.adapters.empty() || flags.boolean("merge_lora"), "swift export --adapters needs --merge_lora true",
-                 "the adapter folder is already a PEFT adapter; --merge_lora true writes base + adapter as one model");
+  // An adapter exported is an adapter merged: writing it unmerged would copy the folder it already is. So
+  // --adapters alone merges (ms-swift asks for --merge_lora true); only an explicit false is refused.
+  problems.check(o.adapters.empty() || !flags.given("merge_lora") || flags.boolean("merge_lora"),
+                 "swift export --adapters with --merge_lora false has nothing to write",
+                 "the adapter folder is already a PEFT adapter; drop --merge_lora false to write base + adapter as one model");
+  if (!o.adapters.empty() && !flags.given("merge_lora"))
+    log_info("swift export --adapters: merging the adapter into its base (what --merge_lora true asks; the only "
+             "export of an adapter)");
   const auto saved = serve::checkpoint_args(o.adapters);
   o.model_dir = serve::arg_or(flags, saved, "model");  // the run recorded its base
   if (o.adapters.empty())

@@ -49,8 +49,12 @@ std::vector<cli::FlagSpec> infer_flags() {
       {"stream", FlagType::kBool, "true", "print tokens as they come (interactive mode)"},
       {"logprobs", FlagType::kBool, "false", "record each token's log-probability in the results"},
       {"top_logprobs", FlagType::kInt, "0", "and this many alternatives per token"},
-      {"max_model_len", FlagType::kInt, "0", "prompt + reply tokens at most (0: max_position_embeddings)"},
-      {"max_batch_size", FlagType::kInt, "16", "rows generated together in batch mode"},
+      {"max_model_len", FlagType::kInt, "0", "prompt + reply tokens at most (0: max_position_embeddings)",
+       {"vllm_max_model_len", "lmdeploy_session_len"}},
+      {"max_batch_size", FlagType::kInt, "16", "rows generated together in batch mode", {"vllm_max_num_seqs"}},
+      {"continue_final_message", FlagType::kBool, "false",
+       "batch mode: a row's final assistant message is the start of the reply, continued (vLLM's "
+       "continue_final_message), instead of its label"},
   };
   for (auto& f : rest) flags.push_back(f);
   for (auto& f : cli::common_flags()) flags.push_back(f);
@@ -70,6 +74,7 @@ struct InferOptions {
   int64_t top_logprobs = 0;
   int64_t max_model_len = 0;             // 0: max_position_embeddings
   int64_t max_batch_size = 16;
+  bool continue_final_message = false;   // batch mode: a final assistant message is continued, not the label
   uint64_t seed = 42;
 };
 
@@ -86,6 +91,7 @@ InferOptions infer_options(const cli::Flags& flags, const std::string& device) {
   problems.check(o.top_logprobs >= 0 && o.top_logprobs <= 20, "--top_logprobs must be 0..20", "as the OpenAI API allows");
   o.max_model_len = flags.integer("max_model_len");
   o.max_batch_size = flags.integer("max_batch_size");
+  o.continue_final_message = flags.boolean("continue_final_message");
   problems.at_least("max_model_len", o.max_model_len, 0, "0 takes max_position_embeddings");
   problems.at_least("max_batch_size", o.max_batch_size, 1, "rows generated together, e.g. 16");
   o.seed = static_cast<uint64_t>(flags.integer("seed"));
@@ -118,7 +124,8 @@ Session open_session(const InferOptions& o) {
   return s;
 }
 
-// The prompt ids of a conversation that ends with a user (or tool) turn.
+// The prompt ids of a conversation: the next reply opened after a user (or tool) turn, a final assistant message
+// continued (ms-swift's engines).
 std::vector<int64_t> prompt_ids(const Session& s, const templates::Conversation& messages) {
   return s.chat->encode_prompt(messages, s.enable_thinking);
 }
@@ -193,7 +200,8 @@ class ResultFile {
   std::ofstream out_;
 };
 
-// Batch mode: every row's conversation up to its last assistant reply is the prompt; that reply is the label.
+// Batch mode: every row's conversation up to its last assistant reply is the prompt; that reply is the label (as
+// ms-swift's infer), or with --continue_final_message the start of the reply the model continues.
 int run_batch(Session& s, const InferOptions& o) {
   const auto rows = data::load_datasets(o.val_dataset, o.seed, "--val_dataset");
   ResultFile out(o.result_path);
@@ -210,12 +218,13 @@ int run_batch(Session& s, const InferOptions& o) {
       const std::string where = "--val_dataset row " + std::to_string(i + 1);
       auto conversation = with_context(where, [&] { return templates::conversation_from_json(rows[i]["messages"]); });
       std::optional<std::string> label;
-      if (!conversation.empty() && conversation.back().role == templates::Role::kAssistant) {
+      if (!o.continue_final_message && !conversation.empty() && conversation.back().role == templates::Role::kAssistant) {
         label = conversation.back().content;
         conversation.pop_back();
       }
-      SWIFT_CHECK(!conversation.empty() && conversation.back().role != templates::Role::kSystem, DataError,
-                  where + " has no user message to answer", "each row needs at least one user message");
+      SWIFT_CHECK(!conversation.empty() && conversation.back().role != templates::Role::kSystem &&
+                      (conversation.size() > 1 || conversation[0].role != templates::Role::kAssistant),
+                  DataError, where + " has no user message to answer", "each row needs at least one user message");
       ids.push_back(with_context(where, [&] { return prompt_ids(s, conversation); }));
       longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.back().size()));
       prompts.push_back(std::move(conversation));

@@ -123,7 +123,7 @@ std::unique_ptr<Job> CompletionService::start_chat(const ChatRequest& r) {
   const int64_t adapter = adapter_of(r.model);
   std::vector<int64_t> ids;
   try {
-    ids = chat_.encode_prompt(r.messages, r.enable_thinking ? r.enable_thinking : options_.enable_thinking);
+    ids = chat_.encode_prompt(r.messages, r.enable_thinking ? r.enable_thinking : options_.enable_thinking, r.prompt_end);
   } catch (const UserError& e) {
     throw ApiError(400, e.message(), "messages", "invalid_value");
   }

@@ -13,6 +13,7 @@
 #include "swift/model/family_registry.h"
 #include "swift/quant/quant_flags.h"
 #include "swift/quant/quantized_loading.h"
+#include "swift/serve/engine_flags.h"
 #include "swift/template/select.h"
 #include "swift/template/template_meta.h"
 #include "swift/tuners/lora.h"
@@ -33,9 +34,9 @@ std::vector<cli::FlagSpec> inference_model_flags() {
       {"system", FlagType::kString, "", "system prompt (replaces the template's default)"},
       {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
       {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
-      {"infer_backend", FlagType::kString, "pt", "pt (LibTorch); vllm/sglang/lmdeploy are not available"},
   };
   for (auto& f : quant::quant_flags()) flags.push_back(f);
+  for (auto& f : engine_flags()) flags.push_back(f);
   return flags;
 }
 
@@ -99,8 +100,7 @@ InferenceOptions inference_options(const cli::Flags& flags, const std::string& d
   o.model_dir = arg_or(flags, saved, "model");
   problems.check(!o.model_dir.empty(), "swift " + o.command + " needs --model",
                  "e.g. swift " + o.command + " --model runs/quickstart/qwen3-tiny");
-  problems.check(flags.str("infer_backend") == "pt", "--infer_backend " + flags.str("infer_backend") + " is not available in swift",
-                 "use --infer_backend pt (LibTorch, CPU or CUDA)");
+  o.notes = problems.collect([&] { return engine_notes(flags); }, std::vector<std::string>{});
   problems.check(o.adapters.size() <= 1, "--adapters takes one folder for now", "merge adapters with swift export first");
   o.checkpoint_dirs = o.adapters;
   o.template_name = flags.str("template");
@@ -129,6 +129,7 @@ GenerationOptions generation_options(const cli::Flags& flags) {
 InferenceModel load_inference_model(const InferenceOptions& o) {
   InferenceModel m;
   m.model_dir = o.model_dir;
+  for (const auto& note : o.notes) log_info(note);
   model::LoadOptions load;
   load.dtype = o.torch_dtype;
   load.device = parse_device(o.device);

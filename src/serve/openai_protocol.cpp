@@ -232,6 +232,20 @@ ChatRequest parse_chat_request(const std::string& body, const ProtocolLimits& li
       bad("top_logprobs", "'top_logprobs' must be 0.." + std::to_string(limits.max_logprobs) + " (--max_logprobs)");
     if (r.top_logprobs > 0 && !r.logprobs) bad("top_logprobs", "'top_logprobs' needs 'logprobs': true");
   }
+  // vLLM's switches (its default add_generation_prompt true is taken as "not given": a request that sets only
+  // continue_final_message means it).
+  const std::optional<bool> add_generation_prompt =
+      present(j, "add_generation_prompt") ? std::optional<bool>(boolean(j, "add_generation_prompt")) : std::nullopt;
+  const bool continue_final = present(j, "continue_final_message") && boolean(j, "continue_final_message");
+  if (continue_final) {
+    if (add_generation_prompt.value_or(false))
+      bad("continue_final_message", "'continue_final_message' and 'add_generation_prompt' cannot both be true");
+    if (r.messages.back().role != templates::Role::kAssistant)
+      bad("continue_final_message", "'continue_final_message' needs the last message to be the assistant's");
+    r.prompt_end = templates::PromptEnd::kContinue;
+  } else if (add_generation_prompt) {
+    r.prompt_end = *add_generation_prompt ? templates::PromptEnd::kGenerationPrompt : templates::PromptEnd::kNone;
+  }
   if (present(j, "chat_template_kwargs")) {
     const auto& k = j["chat_template_kwargs"];
     if (!k.is_object()) bad("chat_template_kwargs", "'chat_template_kwargs' must be an object");

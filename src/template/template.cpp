@@ -245,7 +245,7 @@ std::vector<int64_t> Template::stop_token_ids() const {
 }
 
 std::vector<Template::Context> Template::build(const Conversation& messages, Mode mode, bool add_generation_prompt,
-                                               bool enable_thinking) const {
+                                               bool enable_thinking, bool continue_final) const {
   check_tokens();
   const bool last_round_rule = mode == Mode::kTrain && options_.loss_rule == LossRule::kLastRound;
 
@@ -397,6 +397,7 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       append(meta_.chat_sep, ContextType::kOther, nullptr);
       continue;
     }
+    if (continue_final) continue;  // the model goes on writing this reply
     // The end of the last reply: training adds it unless the reply already ends with a stop word or the
     // tokenizer adds its own EOS (ms-swift's add_eos); a rendered conversation always has it.
     const std::string& tail = reply.parts.back();
@@ -405,7 +406,7 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
                          return ends_with(tail, w);
                        }));
     if (add_suffix) append(meta_.suffix, ContextType::kSuffix, nullptr);
-    if (mode == Mode::kRender && add_generation_prompt) {
+    if (mode != Mode::kTrain && add_generation_prompt) {
       append(meta_.generation_prompt, ContextType::kOther, nullptr);
       if (!response_prefix().empty()) out.push_back(Context::of_text(response_prefix(), ContextType::kOther));
     }
@@ -540,11 +541,16 @@ Encoded Template::encode(const Conversation& messages) const {
   return tokenize(build(messages, Mode::kTrain, true, default_enable_thinking()), true);
 }
 
-std::vector<int64_t> Template::encode_prompt(const Conversation& messages, std::optional<bool> enable_thinking) const {
-  SWIFT_CHECK(messages.empty() || messages.back().role != Role::kAssistant, DataError,
-              "the conversation to answer ends with an assistant message",
-              "end the messages with the user's (or a tool's) turn; the model writes the next assistant reply");
-  return tokenize(build(messages, Mode::kInfer, true, enable_thinking.value_or(default_enable_thinking())), false)
+std::vector<int64_t> Template::encode_prompt(const Conversation& messages, std::optional<bool> enable_thinking,
+                                             PromptEnd end) const {
+  const bool ends_with_reply = !messages.empty() && messages.back().role == Role::kAssistant;
+  if (end == PromptEnd::kAuto) end = ends_with_reply ? PromptEnd::kContinue : PromptEnd::kGenerationPrompt;
+  SWIFT_CHECK(end != PromptEnd::kContinue || ends_with_reply, DataError,
+              "continue_final_message: the conversation does not end with an assistant message",
+              "end the messages with the assistant's partial reply to continue it, or drop continue_final_message");
+  return tokenize(build(messages, Mode::kInfer, end == PromptEnd::kGenerationPrompt,
+                        enable_thinking.value_or(default_enable_thinking()), end == PromptEnd::kContinue),
+                  false)
       .input_ids;
 }
 

@@ -6,11 +6,11 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include "swift/core/error.h"
 #include "swift/io/safetensors.h"
+#include "swift/train/optimizer_state_file.h"
 
 namespace swift::train {
 
@@ -68,7 +68,7 @@ void AdamW::step() {
   for (auto& [key, b] : buckets) {
     // PyTorch advances the step counters before the kernel, which reads them for bias correction.
     at::_foreach_add_(b.steps, 1.0);
-    at::_fused_adamw_(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, b.steps, lr_,
+    at::_fused_adamw_(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, b.steps, lr(),
                       hyper_.beta1, hyper_.beta2, std::get<0>(key), hyper_.eps, /*amsgrad=*/false,
                       /*maximize=*/false);
   }
@@ -77,17 +77,18 @@ void AdamW::step() {
       if (slot.param.grad().defined()) slot.param.detach().copy_(slot.master);
 }
 
-void AdamW::zero_grad() {
-  for (auto& slot : slots_) {
-    if (slot.param.grad().defined()) slot.param.mutable_grad() = at::Tensor();
-  }
-}
-
 std::vector<at::Tensor> AdamW::parameters() const {
   std::vector<at::Tensor> out;
   out.reserve(slots_.size());
   for (const auto& slot : slots_) out.push_back(slot.param);
   return out;
+}
+
+int64_t AdamW::planned_state_bytes() const {
+  int64_t bytes = 0;  // two moments shaped like each parameter (fp32 with offload, as the masters)
+  for (const auto& slot : slots_)
+    bytes += 2 * slot.param.numel() * static_cast<int64_t>(offload_ ? 4 : slot.param.element_size());
+  return bytes;
 }
 
 std::vector<std::pair<std::string, at::Tensor>> AdamW::state_tensors() const {
@@ -105,55 +106,18 @@ void AdamW::save(const std::filesystem::path& path) const {
   io::save_safetensors(path, state_tensors(), {{"format", "swift-adamw"}, {"version", "1"}});
 }
 
-void AdamW::load(const std::filesystem::path& path) { load(std::vector<std::filesystem::path>{path}, {}); }
-
 void AdamW::load(const std::vector<std::filesystem::path>& paths, const std::set<std::string>& elsewhere) {
-  std::vector<std::shared_ptr<io::SafetensorsFile>> files;
-  for (const auto& path : paths) {
-    files.push_back(io::SafetensorsFile::open(path));
-    const auto format = files.back()->metadata().find("format");
-    SWIFT_CHECK(format != files.back()->metadata().end() && format->second == "swift-adamw", DataError,
-                path.string() + " is not a swift AdamW state file", "resume from a checkpoint written by swift sft");
-  }
-  std::set<std::string> used;
+  OptimizerStateFiles files(paths, "swift-adamw");
   const at::NoGradGuard no_grad;
   for (auto& slot : slots_) {
-    size_t f = 0;
-    while (f < files.size() && !files[f]->contains(slot.name + ".exp_avg")) ++f;
-    if (f == files.size()) continue;  // a parameter that had no gradient yet when the state was saved
-    const auto& file = *files[f];
-    const std::string where = paths[f].string();
+    if (!files.find(slot.name + ".exp_avg")) continue;  // a parameter that had no gradient yet when it was saved
     init_state(slot);
     for (auto [suffix, target] : {std::pair<const char*, at::Tensor*>{".exp_avg", &slot.exp_avg},
                                   {".exp_avg_sq", &slot.exp_avg_sq},
-                                  {".step", &slot.step}}) {
-      const std::string name = slot.name + suffix;
-      SWIFT_CHECK(file.contains(name), DataError, where + " lacks " + name,
-                  "the optimizer state is incomplete; resume with --resume_only_model true");
-      const at::Tensor saved = file.get(name);
-      SWIFT_CHECK(saved.sizes() == target->sizes(), DataError,
-                  where + ": " + name + " has shape " + c10::str(saved.sizes()) + ", the model's is " +
-                      c10::str(target->sizes()),
-                  "resume with the model and --train_type of the run that wrote it");
-      // Damaged state would train on NaN from the first step: the moments must be finite, the second moment and
-      // the step count not negative.
-      const bool finite = at::isfinite(saved).all().item<bool>();
-      const bool signed_ok = std::string(suffix) == ".exp_avg" || (saved >= 0).all().item<bool>();
-      SWIFT_CHECK(finite && signed_ok, DataError,
-                  where + ": " + name + (finite ? " holds negative values" : " holds NaN or inf"),
-                  "the optimizer state is damaged; resume from another checkpoint, or with --resume_only_model true");
-      target->copy_(saved);
-      used.insert(name);
-    }
+                                  {".step", &slot.step}})
+      target->copy_(files.take(slot.name + suffix, target->sizes(), std::string(suffix) != ".exp_avg"));
   }
-  for (size_t f = 0; f < files.size(); ++f) {
-    for (const auto& entry : files[f]->entries()) {
-      const std::string param = entry.name.substr(0, entry.name.rfind('.'));
-      SWIFT_CHECK(used.count(entry.name) > 0 || elsewhere.count(param) > 0, DataError,
-                  paths[f].string() + " holds state for " + entry.name + ", which is not a trainable parameter here",
-                  "resume with the --train_type, --target_modules and model of the run that wrote it");
-    }
-  }
+  files.check_all_used(elsewhere);
 }
 
 }  // namespace swift::train

@@ -149,7 +149,7 @@ void restore_rng_state(const fs::path& path) {
 
 }  // namespace
 
-int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, AdamW& optimizer,
+int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, Optimizer& optimizer,
                         data::TrainData& data, GradScaler* scaler, const std::set<std::string>& elsewhere) {
   const fs::path& resume = loop.resume_from_checkpoint;
   if (resume.empty() || loop.resume_only_model) return 0;

@@ -40,7 +40,7 @@ MemoryEstimate estimate_memory(const MemoryInputs& in) {
   e.gradients = static_cast<double>(in.trainable_bytes);
   if (in.zero_stage >= 2)
     e.gradients = std::min(e.gradients, e.gradients / world + 2.0 * static_cast<double>(in.bucket_bytes));
-  e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) / (in.zero_stage >= 1 ? world : 1.0);
+  e.optimizer = 2.0 * static_cast<double>(in.trainable_bytes) * in.optimizer_state_ratio / (in.zero_stage >= 1 ? world : 1.0);
   if (in.optimizer_offloaded) e.optimizer = 0;  // in CPU RAM (with the fp32 masters), not on the device
   e.activations = activations(in, in.gradient_checkpointing);
   e.activations_other_mode = activations(in, !in.gradient_checkpointing);
@@ -90,7 +90,7 @@ std::string describe_estimate(const MemoryInputs& in, const MemoryEstimate& e, d
                               const std::string& device_name, bool lora) {
   std::string out = "weights " + format_bytes(e.weights) + (in.params_offloaded ? " (gathered; at rest in CPU RAM)" : "") +
                     ", gradients " + format_bytes(e.gradients) +
-                    ", AdamW state " + (in.optimizer_offloaded ? std::string("in CPU RAM") : format_bytes(e.optimizer)) +
+                    ", " + in.optimizer_name + " state " + (in.optimizer_offloaded ? std::string("in CPU RAM") : format_bytes(e.optimizer)) +
                     ", activations " + format_bytes(e.activations) +
                     (in.gradient_checkpointing ? " (gradient checkpointing; " : " (no gradient checkpointing; ") +
                     format_bytes(e.activations_other_mode) + (in.gradient_checkpointing ? " without)" : " with)") +

@@ -48,6 +48,12 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   const c10::Device device = model->device();
   in.gpu = device.is_cuda();
   in.gradient_checkpointing = r.gradient_checkpointing;
+  if (r.optimizer) {  // its own parameters (this rank's under ZeRO) against AdamW's two moments of each
+    int64_t own_bytes = 0;
+    for (const auto& p : r.optimizer->parameters()) own_bytes += p.numel() * static_cast<int64_t>(p.element_size());
+    if (own_bytes > 0) in.optimizer_state_ratio = static_cast<double>(r.optimizer->planned_state_bytes()) / (2.0 * static_cast<double>(own_bytes));
+    in.optimizer_name = r.optimizer->describe().substr(0, r.optimizer->describe().find(" ("));
+  }
   const double available = available_memory_bytes(device.is_cuda() ? device.index() : -1, r.parallel.local_world_size());
   const auto estimate = estimate_memory(in);
   const std::string text = describe_estimate(in, estimate, available, device.is_cuda() ? "GPU memory" : "RAM", r.adapter);

@@ -15,6 +15,7 @@
 #include "swift/quant/quant_config.h"
 #include "swift/train/checkpoints.h"
 #include "swift/train/evaluation.h"
+#include "swift/train/galore_adamw.h"
 #include "swift/train/memory_report.h"
 #include "swift/train/training_log.h"
 #include "swift/train/training_model.h"
@@ -69,12 +70,33 @@ LrScheduleOptions schedule_options(const TrainingOptions& options, int64_t total
   return s;
 }
 
+// GaLore's AdamW (--use_galore): the targeted matrices projected, decayed (ms-swift's GaLore group); the others
+// as AdamW groups them.
+std::unique_ptr<Optimizer> make_galore_optimizer(const OptimizerOptions& o, model::CausalLM& model,
+                                                 const distributed::ParallelStrategy& parallel) {
+  SWIFT_CHECK(!parallel.offloads_optimizer(), UsageError,
+              o.galore->source + " with an optimizer offload (--deepspeed *_offload) is not available",
+              "drop the offload: GaLore's optimizer state is low-rank already");
+  const auto exempt = model::no_weight_decay(model);
+  GaLoreGroup low_rank{{}, o.weight_decay, true}, decay{{}, o.weight_decay, false}, no_decay{{}, 0.0, false};
+  for (const auto& [name, p] : parallel.optimizer_parameters()) {
+    if (galore_projects(*o.galore, name, p)) low_rank.params.emplace_back(name, p);
+    else (exempt.count(name) ? no_decay : decay).params.emplace_back(name, p);
+  }
+  auto optimizer = std::make_unique<GaLoreAdamW>(std::vector<GaLoreGroup>{low_rank, decay, no_decay},
+                                                 AdamWHyper{o.beta1, o.beta2, o.epsilon}, o.galore->settings);
+  optimizer->set_lr(o.learning_rate);
+  log_info(o.galore->source, ": ", optimizer->describe());
+  return optimizer;
+}
+
 // AdamW over the trainable parameters this rank updates, with weight decay on all but biases and norm weights (as
-// transformers' Trainer).
-std::unique_ptr<AdamW> make_optimizer(const OptimizerOptions& o, model::CausalLM& model,
-                                      const distributed::ParallelStrategy& parallel) {
+// transformers' Trainer); GaLore's when asked.
+std::unique_ptr<Optimizer> make_optimizer(const OptimizerOptions& o, model::CausalLM& model,
+                                          const distributed::ParallelStrategy& parallel) {
   SWIFT_CHECK(!parallel.trainable().empty(), UsageError, "nothing to train: no parameter requires a gradient",
               "check --train_type and --target_modules");
+  if (o.galore) return make_galore_optimizer(o, model, parallel);
   const auto exempt = model::no_weight_decay(model);
   AdamWGroup decay{{}, o.weight_decay}, no_decay{{}, 0.0};
   for (const auto& [name, p] : parallel.optimizer_parameters()) (exempt.count(name) ? no_decay : decay).params.emplace_back(name, p);
@@ -142,7 +164,8 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   parallel->assign_ownership(policy.model);
   const auto optimizer = make_optimizer(options.optimizer, policy.model, *parallel);
   log_memory_estimate({policy.model, *objective, *parallel, options.tuner.adapter(), policy.quantization.has_value(),
-                       options.model.autocast, batch, data.longest_example, max_length, options.model.gradient_checkpointing});
+                       options.model.autocast, batch, data.longest_example, max_length, options.model.gradient_checkpointing,
+                       optimizer.get()});
   std::optional<GradScaler> scaler;  // float16: dynamic loss scaling
   if (options.model.loss_scaling) scaler.emplace(GradScalerOptions{}, policy.model->device());
   GradScaler* const loss_scaler = scaler ? &*scaler : nullptr;

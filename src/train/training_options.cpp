@@ -17,7 +17,6 @@ namespace {
 const std::vector<std::pair<std::string, std::string>>& flags_without_effect() {
   static const std::vector<std::pair<std::string, std::string>> kWhy = {
       {"dataloader_num_workers", "batches are assembled in-process; --dataset_num_proc sets the tokenising threads"},
-      {"attn_impl", "attention is LibTorch's scaled_dot_product_attention (fused flash/memory-efficient kernels)"},
       {"use_hf", "models and datasets are local paths or swift's built-ins; nothing is downloaded"},
       {"report_to", "TensorBoard events are always written under the run folder's runs/"},
       {"model_type", "the architecture is read from the model folder's config.json"},
@@ -85,6 +84,7 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)"},
       {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
   });
+  add(optimizer_flags());
   add(tuners::lora_flags(d.lora_dropout_default, d.lora_dropout_help));
   add({
       {"output_dir", FlagType::kString, "", "run folder root (default: output/<model name>)"},
@@ -104,7 +104,6 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
   add({
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
-      {"attn_impl", FlagType::kString, "", "accepted for ms-swift command lines; attention is LibTorch's scaled_dot_product_attention"},
       {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
       {"model_type", FlagType::kString, "", "accepted for ms-swift command lines; the architecture comes from config.json"},
@@ -160,6 +159,7 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   opt.beta2 = flags.number("adam_beta2");
   opt.epsilon = flags.number("adam_epsilon");
   opt.max_grad_norm = flags.number("max_grad_norm");
+  opt.galore = galore_options(flags, t.type == TrainType::kFull, problems);
   const double kHuge = std::numeric_limits<double>::max();
   problems.in_range("learning_rate", opt.learning_rate, 0, kHuge, "e.g. 1e-4 for LoRA, 1e-5 for full fine-tuning");
   problems.in_range("weight_decay", opt.weight_decay, 0, kHuge, "e.g. 0.1");
@@ -222,6 +222,8 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   }
 
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
+  if (flags.boolean("use_ulysses") && o.parallel.sequence_parallel_size == 1)
+    o.notes.push_back("--use_ulysses true on one rank: no sequence to split, every rank trains whole sequences");
   return o;
 }
 

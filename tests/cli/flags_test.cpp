@@ -7,6 +7,7 @@
 #include "swift/cli/flags.h"
 #include "swift/core/error.h"
 #include "swift/recipes/commands.h"
+#include "swift/serve/engine_flags.h"
 #include "test_util.h"
 
 using namespace swift;
@@ -136,4 +137,25 @@ TEST(Flags, OldMsSwiftSpellingsAreAliases) {
 TEST(Flags, ClosestMatch) {
   EXPECT_EQ(cli::closest_match("exprot", {"export", "infer", "sft"}), "export");
   EXPECT_EQ(cli::closest_match("zzzzzzzz", {"export", "infer", "sft"}), "");
+}
+
+// The seeds' deploy line (vLLM's flags) and older ms-swift spellings: limits land on swift's own flags, the rest
+// are explained, an unknown backend is refused.
+TEST(Flags, EngineFlagsOfOtherBackends) {
+  auto f = cli::parse_flags("deploy", recipes::deploy_flags(),
+                            {"--infer_backend", "vllm", "--vllm_tensor_parallel_size", "4", "--vllm_pipeline_parallel_size",
+                             "2", "--vllm_max_model_len", "8192", "--vllm_max_num_seqs", "64",
+                             "--gpu_memory_utilization", "0.9", "--use_flash_attention", "true"});
+  EXPECT_EQ(f.integer("max_model_len"), 8192);
+  EXPECT_EQ(f.integer("max_batch_size"), 64);
+  EXPECT_TRUE(f.boolean("use_flash_attn"));
+  const auto notes = serve::engine_notes(f);
+  ASSERT_EQ(notes.size(), 3u);
+  EXPECT_NE(notes[0].find("--infer_backend vllm: served by swift's built-in LibTorch engine"), std::string::npos);
+  EXPECT_NE(notes[1].find("--vllm_tensor_parallel_size 4, --vllm_pipeline_parallel_size 2"), std::string::npos);
+  EXPECT_NE(notes[2].find("--vllm_gpu_memory_utilization has no effect"), std::string::npos);
+  for (const char* quiet : {"transformers", "pt"})
+    EXPECT_TRUE(serve::engine_notes(cli::parse_flags("infer", recipes::infer_flags(), {"--infer_backend", quiet})).empty());
+  EXPECT_THROW(serve::engine_notes(cli::parse_flags("infer", recipes::infer_flags(), {"--infer_backend", "tgi"})),
+               UsageError);
 }

@@ -161,6 +161,24 @@ check("prompt_logprobs", pl[0] is None and len(pl) == len(ids)
 chunks, done = stream(CMPL, {"prompt": ids, "max_tokens": 5, "stream": True})
 check("cmpl stream", done and "".join(c["choices"][0]["text"] for c in chunks) == c1["choices"][0]["text"], chunks)
 
+# --- a conversation that ends with an assistant message: continued by default (ms-swift) and with vLLM's
+# continue_final_message, greedy, as /v1/completions continues the same prompt text; add_generation_prompt true
+# closes it and opens a new reply instead.
+partial = [{"role": "user", "content": "Count to three."}, {"role": "assistant", "content": "One, two,"}]
+no_think = {"chat_template_kwargs": {"enable_thinking": False}, "max_tokens": 6, "temperature": 0}
+head = "<|im_start|>user\nCount to three.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\nOne, two,"
+for name, extra, prompt in (
+        ("continued by default", {}, head),
+        ("continue_final_message", {"continue_final_message": True, "add_generation_prompt": False}, head),
+        ("add_generation_prompt", {"add_generation_prompt": True},
+         head + "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")):
+    want = post(CMPL, {"prompt": prompt, "max_tokens": 6, "temperature": 0})[1]["choices"][0]["text"]
+    status, got, _ = post(CHAT, {"messages": partial, **no_think, **extra})
+    check(f"final assistant message: {name}", status == 200 and got["choices"][0]["message"]["content"] == want,
+          (status, want, got))
+status, body, _ = post(CHAT, {"messages": partial[:1], "continue_final_message": True, **no_think})
+error_of(status, body, 400, "continue_final_message", name="continue_final_message without a final assistant message")
+
 # --- stop strings cut the text (streamed and not)
 full = post(CMPL, {"prompt": ids, "max_tokens": 12})[1]["choices"][0]["text"]
 check("12 tokens give text to cut", len(full) >= 6, full)  # the model and prompt are fixed: this is stable
@@ -201,7 +219,7 @@ error_of(*request("GET", "/v1/nothing")[:2], 404, name="unknown route")
 error_of(*request("GET", CHAT)[:2], 405, code="method_not_allowed", name="wrong method")
 for junk in ["null", "{}", '{"messages": 5}', '{"messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
              '{"prompt": [[]]}', '{"prompt": [], "n": 1}', '{"prompt": "x", "n": 100000}', '{"prompt": "x", "stop": 3}',
-             '{"prompt": "x", "max_tokens": "many"}', '{"messages": [{"role": "assistant", "content": "x"}]}']:
+             '{"prompt": "x", "max_tokens": "many"}', '{"messages": [{"role": "system", "content": "x"}]}']:
     status, body, _ = post(CMPL if "prompt" in junk else CHAT, None, raw=junk)
     check(f"junk {junk}", status == 400 and "error" in body, (status, body))
 error_of(*post(CMPL, {"prompt": "x", "max_tokens": 2 ** 63 - 1})[:2], 400, "max_tokens", name="huge max_tokens")

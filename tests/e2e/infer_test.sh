@@ -56,6 +56,19 @@ sys.exit(0 if a==b else 1)" && ok || bad "batch size changed greedy answers"
 run s1 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl#2" --result_path "$TMP/s1.jsonl" --max_new_tokens 6 --temperature 1.2 --top_p 0.9 --seed 5
 run s2 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl#2" --result_path "$TMP/s2.jsonl" --max_new_tokens 6 --temperature 1.2 --top_p 0.9 --seed 5
 cmp -s "$TMP/s1.jsonl" "$TMP/s2.jsonl" && ok || bad "seeded sampling differs"
+# A row ending with a partial assistant reply: by default that reply is the label (ms-swift's infer); with
+# --continue_final_message true the model continues it (no label).
+echo '{"messages": [{"role": "user", "content": "Count to three."}, {"role": "assistant", "content": "One, two,"}]}' > "$TMP/partial.jsonl"
+run partial_label 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/partial.jsonl" --result_path "$TMP/pl.jsonl" --max_new_tokens 4
+run partial_continue 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/partial.jsonl" --result_path "$TMP/pc.jsonl" \
+  --max_new_tokens 4 --continue_final_message true
+"$PY" - "$TMP/pl.jsonl" "$TMP/pc.jsonl" <<'P' && ok || bad "--continue_final_message did not continue the reply"
+import json, sys
+label, cont = (json.loads(open(p).readline()) for p in sys.argv[1:3])
+assert label["labels"] == "One, two," and [m["role"] for m in label["messages"]] == ["user"], label
+assert cont["labels"] is None and cont["messages"][-1] == {"role": "assistant", "content": "One, two,"}, cont
+assert cont["usage"]["prompt_tokens"] > label["usage"]["prompt_tokens"], (cont["usage"], label["usage"])
+P
 # Plain completion without a chat template.
 run plain 0 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl" --result_path "$TMP/p.jsonl" --use_chat_template false --max_new_tokens 3
 
@@ -66,7 +79,11 @@ run missing_tokens 2 "$SWIFT" infer --model "$M" --template llama3 </dev/null; h
 echo '{"foo": 1}' > "$TMP/bad.jsonl"
 run bad_row 3 "$SWIFT" infer --model "$M" --val_dataset "$TMP/bad.jsonl" --result_path "$TMP/b.jsonl"; has bad_row "row 1" err
 test ! -e "$TMP/b.jsonl" && ok || bad "bad_row left a result file"
-run backend 2 "$SWIFT" infer --model "$M" --infer_backend vllm </dev/null;  has backend "--infer_backend pt" err
+# Other engines' backends are served by the built-in one, with a log line; an unknown backend is refused.
+run backend 0 "$SWIFT" infer --model "$M" --infer_backend vllm --vllm_gpu_memory_utilization 0.9 --max_new_tokens 2 </dev/null
+has backend "--infer_backend vllm: served by swift's built-in LibTorch engine" err
+has backend_no_effect "--vllm_gpu_memory_utilization has no effect in swift" err
+run backend_unknown 2 "$SWIFT" infer --model "$M" --infer_backend tgi </dev/null; has backend_unknown "not a backend ms-swift has" err
 run long 3 "$SWIFT" infer --model "$M" --val_dataset "$TMP/val.jsonl" --result_path "$TMP/l.jsonl" --max_model_len 5; has long "--max_model_len" err
 run bad_temp 2 "$SWIFT" infer --model "$M" --temperature -1 </dev/null
 

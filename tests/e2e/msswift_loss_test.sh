@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
-# "+ignore_empty_think"), must log the same loss, grad norm, token accuracy and learning rate step for step.
+# "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
+# rate step for step.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -23,10 +24,11 @@ J
 common=(sft --model "$TMP/m" --model_type qwen3 --template qwen3 --tuner_type full --dataset "$TMP/d.jsonl"
   --max_steps 3 --per_device_train_batch_size 4 --learning_rate 1e-3 --logging_steps 1 --save_steps 100
   --torch_dtype float32 --dataloader_num_workers 0 --dataset_num_proc 1 --split_dataset_ratio 0 --seed 42)
+ms_sft=("$MS_SWIFT" sft)  # how ms-swift's sft is started (see the GaLore case)
 both() {  # both NAME EXTRA_FLAGS...: runs ms-swift and swift, then compares their logging.jsonl
   local name="$1"; shift
   CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
-    run "${name}_ms_swift" 0 "$MS_SWIFT" "${common[@]}" --output_dir "$TMP/ms_$name" "$@"
+    run "${name}_ms_swift" 0 "${ms_sft[@]}" "${common[@]:1}" --output_dir "$TMP/ms_$name" "$@"
   OMP_NUM_THREADS=1 run "${name}_swift" 0 "$SWIFT" "${common[@]}" --output_dir "$TMP/sw_$name" "$@"
   "$PY" - "$TMP/ms_$name" "$TMP/sw_$name" "$name" <<'P' && ok || bad "$name: swift's log differs from ms-swift's"
 import glob, json, sys
@@ -45,6 +47,12 @@ P
 both default                                   # default+ignore_empty_think (ms-swift adds it for qwen3)
 both last_round --loss_scale last_round        # last_round+ignore_empty_think
 both keep_think --disable_ignore_empty_think true  # the empty think block trained, as ms-swift's switch says
+# GaLore (--use_galore), rank 8, the projection recomputed at steps 1 and 3: ms-swift 4.6 builds its GaLore optimizer
+# only through tests/e2e/msswift_galore.py (without it, its --use_galore trains with plain AdamW; see the driver).
+ms_sft=("$PY" "$ROOT/tests/e2e/msswift_galore.py")
+both galore --use_galore true --galore_rank 8 --galore_update_proj_gap 2 --galore_scale 0.5 \
+  --galore_target_modules q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
+ms_sft=("$MS_SWIFT" sft)
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's
 # automatic value (16 / batch = 4 here) meets a dataset smaller than one window: transformers then divides DPO's

@@ -77,7 +77,11 @@ import json,sys
 a=[json.loads(l)['response'] for l in open('$TMP/lora.jsonl')]
 b=[json.loads(l)['response'] for l in open('$TMP/merged.jsonl')]
 sys.exit(0 if a==b else 1)" && ok || bad "merged model answers differently from base + adapter"
-run merge_needs_flag 2 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --output_dir "$TMP/m2"
+# --adapters alone merges (it is the only export of an adapter) and says so; an explicit --merge_lora false is refused.
+run merge_implied 0 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --output_dir "$TMP/m2"
+has merge_implied_msg "merging the adapter into its base" err
+cmp -s "$TMP/merged/model.safetensors" "$TMP/m2/model.safetensors" && ok || bad "--adapters alone merged differently"
+run merge_false 2 "$SWIFT" export --adapters "$LRUN/checkpoint-6" --merge_lora false --output_dir "$TMP/m4"
 run merge_no_base 2 "$SWIFT" merge-lora --ckpt_dir "$TMP/untrained" --output_dir "$TMP/m3"  # a model, not an adapter
 has merge_no_base_msg "does not record its base model" err
 
@@ -229,12 +233,22 @@ for r in new:
         assert r[key] == ref[k][key], (k, key, r[key], ref[k][key])
 P
 }
-for mode in full lora; do
-  run "ref_$mode" 0 "$SWIFT" sft --model "$TMP/untrained" --train_type $mode "${common[@]}" --output_dir "$TMP/ref_$mode"
-  run "resume_$mode" 0 "$SWIFT" sft --model "$TMP/untrained" --train_type $mode "${common[@]}" --output_dir "$TMP/res_$mode" \
+# GaLore: its low-rank moments, step counts and projection bases resume too (the basis was computed at step 4 and
+# is next recomputed at step 8, so the resumed steps 7 and 8 use the saved one).
+galore=(--train_type full --use_galore true --galore_rank 4 --galore_update_proj_gap 4)
+for mode in full lora galore; do
+  flags=(--train_type $mode)
+  [ $mode = galore ] && flags=("${galore[@]}")
+  run "ref_$mode" 0 "$SWIFT" sft --model "$TMP/untrained" "${flags[@]}" "${common[@]}" --output_dir "$TMP/ref_$mode"
+  run "resume_$mode" 0 "$SWIFT" sft --model "$TMP/untrained" "${flags[@]}" "${common[@]}" --output_dir "$TMP/res_$mode" \
     --resume_from_checkpoint "$TMP/ref_$mode/checkpoint-6"
   same_tail "$TMP/ref_$mode/logging.jsonl" "$TMP/res_$mode/logging.jsonl" 6 && ok || bad "resume $mode is not exact"
 done
+grep -q "GaLore AdamW (rank 4, std projection refreshed every 4 steps" "$TMP/err" && ok || bad "no GaLore log line"
+# A GaLore state is not AdamW's (nor the other way round): exit 3 naming the file, before any step.
+run resume_galore_as_adamw 3 "$SWIFT" sft --model "$TMP/untrained" --train_type full "${common[@]}" --output_dir "$TMP/z" \
+  --resume_from_checkpoint "$TMP/ref_galore/checkpoint-6"
+has resume_galore_as_adamw "is not a swift-adamw optimizer state file (it is swift-galore-adamw)" err
 # SIGKILL while it trains and saves every 2 steps; resume from the newest complete checkpoint.
 "$SWIFT" sft --model "$TMP/untrained" --train_type lora "${common[@]}" --output_dir "$TMP/killed" >/dev/null 2>&1 &
 pid=$!

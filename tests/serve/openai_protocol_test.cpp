@@ -81,6 +81,12 @@ TEST(OpenAIProtocol, RefusesBadRequestsNamingTheField) {
       {R"({"messages": [{"role": "user", "content": "x"}], "model": 5})", true, "model"},
       {R"({"messages": [{"role": "user", "content": "x"}], "chat_template_kwargs": {"enable_thinking": 1}})", true,
        "chat_template_kwargs.enable_thinking"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "continue_final_message": true})", true,
+       "continue_final_message"},
+      {R"({"messages": [{"role": "assistant", "content": "x"}], "continue_final_message": true,
+           "add_generation_prompt": true})", true, "continue_final_message"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "add_generation_prompt": "yes"})", true,
+       "add_generation_prompt"},
       {R"({})", false, "prompt"},
       {R"({"prompt": []})", false, "prompt"},
       {R"({"prompt": [[]]})", false, "prompt"},
@@ -103,6 +109,20 @@ TEST(OpenAIProtocol, RefusesBadRequestsNamingTheField) {
   EXPECT_EQ(error_of(many, false).param, "stop");
   const std::string long_stop = R"({"prompt": "x", "stop": ")" + std::string(513, 'a') + R"("})";
   EXPECT_EQ(error_of(long_stop, false).param, "stop");
+}
+
+// vLLM's add_generation_prompt / continue_final_message onto how the prompt ends; neither: ms-swift's choice.
+TEST(OpenAIProtocol, HowThePromptEnds) {
+  const std::string partial = R"("messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}])";
+  auto end = [&](const std::string& extra) {
+    return parse_chat_request("{" + partial + extra + "}", {}).prompt_end;
+  };
+  EXPECT_EQ(end(""), swift::templates::PromptEnd::kAuto);
+  EXPECT_EQ(end(R"(, "continue_final_message": true, "add_generation_prompt": false)"), swift::templates::PromptEnd::kContinue);
+  EXPECT_EQ(end(R"(, "continue_final_message": true)"), swift::templates::PromptEnd::kContinue);
+  EXPECT_EQ(end(R"(, "add_generation_prompt": true)"), swift::templates::PromptEnd::kGenerationPrompt);
+  EXPECT_EQ(end(R"(, "add_generation_prompt": false)"), swift::templates::PromptEnd::kNone);
+  EXPECT_EQ(end(R"(, "continue_final_message": false)"), swift::templates::PromptEnd::kAuto);
 }
 
 TEST(OpenAIProtocol, ErrorJsonHasOpenAIsShape) {

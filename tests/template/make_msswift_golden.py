@@ -117,6 +117,16 @@ CASES = [
     ('default_mistral_tokenizer', 'mistral7b', 'default', 'train', 'default', None, None, MULTI),
     ('default_qwen3_tokenizer', 'qwen3', 'default', 'train', 'all', None, None, MULTI_SYS),
     ('default_infer', 'mistral7b', 'default', 'infer', None, None, None, MULTI[:3]),
+    # A conversation that ends with an assistant message: ms-swift's engines continue that message (vLLM's
+    # continue_final_message), with no end of turn after it.
+    ('qwen3_infer_continue', 'qwen3', 'qwen3', 'infer', None, None, None, [U('Count to three.'), A('One, two,')]),
+    ('qwen3_infer_continue_thinking', 'qwen3', 'qwen3', 'infer', None, None, True, [U('Count to three.'), A('One,')]),
+    ('qwen3_infer_continue_no_thinking', 'qwen3', 'qwen3', 'infer', None, None, False, [U('Count to three.'), A('One,')]),
+    ('qwen3_infer_continue_inside_think', 'qwen3', 'qwen3', 'infer', None, None, True,
+     THINK_HISTORY[:3] + [A('<think>\nLet me add')]),
+    ('qwen2_5_infer_continue', 'qwen3', 'qwen2_5', 'infer', None, None, None, MULTI[:4]),
+    ('llama3_infer_continue', 'llama3', 'llama3', 'infer', None, None, None, MULTI_SYS[:5]),
+    ('llama2_infer_continue', 'mistral7b', 'llama', 'infer', None, None, None, MULTI[:4]),
 ]
 
 

@@ -55,7 +55,8 @@ TEST_P(MsSwiftParity, SameIdsAndLabels) {
     }
   } else {
     EXPECT_EQ(t.encode_prompt(messages, enable_thinking), c["input_ids"].get<std::vector<int64_t>>());
-    if (c.contains("text")) {
+    // render() opens the next reply; a conversation ending with a reply is continued instead (its ids above).
+    if (c.contains("text") && messages.back().role != Role::kAssistant) {
       EXPECT_EQ(t.render(messages, true, enable_thinking), c["text"].get<std::string>());
     }
   }

@@ -275,6 +275,21 @@ TEST(TemplateEncode, PromptIdsForGeneration) {
             tok.encode("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"));
 }
 
+// A final assistant message: continued by default (ms-swift), or closed and followed by a new reply, or closed
+// and left (vLLM's continue_final_message / add_generation_prompt).
+TEST(TemplateEncode, FinalAssistantMessage) {
+  const auto& tok = real_tokenizer("qwen3");
+  Template t = make("qwen3", "qwen3");
+  const Conversation c = {U("Count to three."), A("One, two,")};
+  const std::string head = "<|im_start|>user\nCount to three.<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
+  EXPECT_EQ(tok.decode(t.encode_prompt(c)), head + "One, two,");
+  EXPECT_EQ(t.encode_prompt(c), t.encode_prompt(c, std::nullopt, PromptEnd::kContinue));
+  EXPECT_EQ(tok.decode(t.encode_prompt(c, false, PromptEnd::kGenerationPrompt)),
+            head + "One, two,<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  EXPECT_EQ(tok.decode(t.encode_prompt(c, false, PromptEnd::kNone)), head + "One, two,<|im_end|>\n");
+  EXPECT_EQ(tok.decode(t.encode_prompt({U("Hi")}, false, PromptEnd::kNone)), "<|im_start|>user\nHi<|im_end|>\n");
+}
+
 // ---- stop words -------------------------------------------------------------------------------------------
 
 TEST(TemplateStop, WordsAndIds) {
@@ -348,7 +363,7 @@ TEST(TemplateErrors, BadConversations) {
   EXPECT_THROW(t.render({U("Hi"), T("result")}), DataError);
   EXPECT_THROW(t.render({}), DataError);
   EXPECT_THROW(t.render({S("only a system prompt")}), DataError);
-  EXPECT_THROW(t.encode_prompt({U("Hi"), A("Hello")}), DataError);
+  EXPECT_THROW(t.encode_prompt({U("Hi")}, std::nullopt, PromptEnd::kContinue), DataError);
   EXPECT_THROW(parse_loss_rule("react"), UsageError);
   EXPECT_EQ(parse_loss_rule("last_round"), LossRule::kLastRound);
   EXPECT_EQ(loss_rule_name(LossRule::kAll), "all");

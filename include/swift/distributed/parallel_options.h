@@ -1,6 +1,7 @@
 // How a training job spreads over ranks, as ms-swift's flags say it: the process group (--ddp_backend,
-// --ddp_timeout) and ZeRO (--deepspeed, or its FSDP spelling --fsdp). Parsed once into ParallelOptions; the
-// strategy that implements them is made by make_parallel_strategy (parallel_strategy.h).
+// --ddp_timeout), ZeRO (--deepspeed, or its FSDP spelling --fsdp) and sequence parallelism (--use_ulysses).
+// Parsed once into ParallelOptions; the strategy that implements them is made by make_parallel_strategy
+// (parallel_strategy.h).
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@ struct ParallelOptions {
   int64_t timeout_seconds = 1800;  // --ddp_timeout: rendezvous and every collective. Default: 1800.
   std::string backend = "auto";    // --ddp_backend: auto (nccl on CUDA, gloo on CPU), nccl, gloo. Default: auto.
   ZeroConfig zero;                 // --deepspeed / --fsdp. Default: stage 0 (plain data parallelism).
+  int64_t sequence_parallel_size = 1;  // --sequence_parallel_size / --use_ulysses: 1 (no sequence split) for now.
 };
 
 // The flags above, for a training command's table.

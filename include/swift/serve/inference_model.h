@@ -55,6 +55,7 @@ struct InferenceOptions {
   std::optional<c10::ScalarType> torch_dtype;  // unset: the checkpoint's
   std::optional<quant::QuantConfig> quantization;
   std::string device;                       // --device
+  std::vector<std::string> notes;           // --infer_backend and other engines' flags: logged when loading
 };
 // The options of `flags` (an infer or deploy table); what is wrong goes to `problems`.
 InferenceOptions inference_options(const cli::Flags& flags, const std::string& device, cli::Problems& problems);

@@ -62,6 +62,9 @@ struct ChatRequest {
   bool logprobs = false;
   int64_t top_logprobs = 0;
   std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking
+  // vLLM's add_generation_prompt / continue_final_message; neither given: ms-swift's (a final assistant message
+  // is continued, else the next reply opened).
+  templates::PromptEnd prompt_end = templates::PromptEnd::kAuto;
 };
 
 // A completions prompt: text, or token ids.

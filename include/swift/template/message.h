@@ -38,4 +38,12 @@ std::optional<Role> parse_role(std::string_view name);
 Conversation conversation_from_json(const nlohmann::json& messages);
 nlohmann::json conversation_to_json(const Conversation& messages);
 
+// How an inference prompt ends (vLLM's and transformers' add_generation_prompt / continue_final_message).
+enum class PromptEnd {
+  kAuto,              // ms-swift: a final assistant message is continued, else the next reply is opened
+  kGenerationPrompt,  // the next assistant reply opened (a final assistant message closed first)
+  kContinue,          // the final assistant message left open, without its end of turn, for the model to go on
+  kNone,              // neither: every message closed, nothing opened
+};
+
 }  // namespace swift::templates

@@ -104,10 +104,11 @@ class Template {
   // Template.encode in train mode (before truncation).
   Encoded encode(const Conversation& messages) const;
 
-  // Inference: the ids of a prompt that ends with a user or tool turn, with the generation prompt, as ms-swift
-  // encodes it for `swift infer`. DataError when the conversation ends with an assistant reply.
-  std::vector<int64_t> encode_prompt(const Conversation& messages,
-                                     std::optional<bool> enable_thinking = std::nullopt) const;
+  // Inference: the ids of a prompt, as ms-swift encodes it for generation (its engines' Template.encode). How it
+  // ends is `end` (vLLM's add_generation_prompt / continue_final_message). DataError for kContinue when the last
+  // message is not an assistant's.
+  std::vector<int64_t> encode_prompt(const Conversation& messages, std::optional<bool> enable_thinking = std::nullopt,
+                                     PromptEnd end = PromptEnd::kAuto) const;
 
   // Strings that end a generated reply (the suffix's last token, the template's stop words, the tokenizer's EOS),
   // and the ids of those that are single tokens in this vocabulary, e.g. <|im_end|>, <|endoftext|> for qwen.
@@ -120,8 +121,9 @@ class Template {
  private:
   struct Context;
   enum class Mode { kTrain, kInfer, kRender };
+  // continue_final (kInfer): the last reply stays open (no end of turn, no generation prompt).
   std::vector<Context> build(const Conversation& messages, Mode mode, bool add_generation_prompt,
-                             bool enable_thinking) const;
+                             bool enable_thinking, bool continue_final = false) const;
   Encoded tokenize(std::vector<Context> contexts, bool with_labels) const;
   void check_tokens() const;
   std::string expand(const std::string& text, const std::string* system, const std::string* query) const;

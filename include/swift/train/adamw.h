@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "swift/train/optimizer.h"
+
 namespace swift::train {
 
 struct AdamWGroup {
@@ -26,37 +28,26 @@ struct AdamWHyper {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
 };
 
-class AdamW {
+class AdamW : public Optimizer {
  public:
   AdamW(std::vector<AdamWGroup> groups, AdamWHyper hyper);
 
-  void set_lr(double lr) { lr_ = lr; }
-  double lr() const { return lr_; }
-
-  // One update from each parameter's .grad (parameters without a gradient are skipped, as PyTorch does).
-  void step();
+  void step() override;
   // ZeRO-Offload (--deepspeed *_offload on a GPU): the moments and an fp32 master copy of each parameter live on
   // `host`; each step copies the gradients there, updates the masters, and copies the new values back into the
   // parameters. Call before the first step or load. The saved state is the same either way.
   void offload_to(c10::Device host);
   bool offloaded() const { return offload_.has_value(); }
 
-  // Drops the gradients (set_to_none, as the Trainer), so the next backward allocates fresh ones.
-  void zero_grad();
-
-  // Every parameter of every group, in group order.
-  std::vector<at::Tensor> parameters() const;
+  std::vector<at::Tensor> parameters() const override;
+  int64_t planned_state_bytes() const override;
+  std::string describe() const override { return "AdamW"; }
 
   // "<name>.exp_avg", "<name>.exp_avg_sq", "<name>.step" for each parameter that has state.
-  std::vector<std::pair<std::string, at::Tensor>> state_tensors() const;
-  // Writes / reads the state as a safetensors file (atomic write). load() throws DataError naming the file
-  // when a tensor is missing, unknown or of the wrong shape.
-  void save(const std::filesystem::path& path) const;
-  void load(const std::filesystem::path& path);
-  // ZeRO: the state of a sharded optimizer comes in several files (one per rank that wrote them), each with
-  // some parameters. Loads this optimizer's parameters from whichever file has them; entries of the
-  // parameters in `elsewhere` (trainable, owned by another rank now) are skipped; anything else is a DataError.
-  void load(const std::vector<std::filesystem::path>& files, const std::set<std::string>& elsewhere);
+  std::vector<std::pair<std::string, at::Tensor>> state_tensors() const override;
+  void save(const std::filesystem::path& path) const override;
+  using Optimizer::load;
+  void load(const std::vector<std::filesystem::path>& files, const std::set<std::string>& elsewhere) override;
 
  private:
   struct Slot {
@@ -69,7 +60,6 @@ class AdamW {
 
   std::vector<Slot> slots_;
   AdamWHyper hyper_;
-  double lr_ = 0.0;
   std::optional<c10::Device> offload_;
 };
 

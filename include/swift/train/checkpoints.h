@@ -31,7 +31,7 @@ struct CheckpointSource {
   std::optional<c10::ScalarType> save_dtype;    // full checkpoints: --torch_dtype
   std::filesystem::path model_dir;              // the files a model folder carries besides weights come from here
   const nlohmann::json& args;                   // args.json
-  const AdamW& optimizer;
+  const Optimizer& optimizer;
   const data::TrainData& data;
   const GradScaler* scaler = nullptr;
   int64_t global_micro_batch = 0;  // samples per micro-step (per-device batch x ranks), checked on resume
@@ -60,7 +60,7 @@ class Checkpoints {
 // parameters when sharded; `elsewhere` are another rank's), the loss scale, the RNG and, unless
 // --ignore_data_skip, the data position. Returns the step to start at (0 without resuming). DataError for a
 // checkpoint without trainer state; UsageError when it is at or past `total_steps`.
-int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, AdamW& optimizer,
+int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, Optimizer& optimizer,
                         data::TrainData& data, GradScaler* scaler, const std::set<std::string>& elsewhere);
 
 }  // namespace swift::train

@@ -35,6 +35,9 @@ struct MemoryInputs {
   int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
   int64_t quantizable_params = 0;
   bool gradient_checkpointing = true;
+  // The optimizer's state against AdamW's two moments per trainable parameter (GaLore's low-rank state: less).
+  double optimizer_state_ratio = 1.0;
+  std::string optimizer_name = "AdamW";
 };
 
 struct MemoryEstimate {

@@ -9,6 +9,7 @@
 
 #include "swift/distributed/parallel_strategy.h"
 #include "swift/train/objective.h"
+#include "swift/train/optimizer.h"
 
 namespace swift::train {
 
@@ -23,6 +24,7 @@ struct MemoryReportInputs {
   int64_t longest_example = 0;               // tokens; 0: not known (then max_length)
   int64_t max_length = 0;                    // --max_length resolved against the model
   bool gradient_checkpointing = true;
+  const Optimizer* optimizer = nullptr;      // its planned state against AdamW's; nullptr: AdamW
 };
 
 void log_memory_estimate(const MemoryReportInputs& in);

@@ -18,6 +18,7 @@
 #include "swift/distributed/parallel_options.h"
 #include "swift/quant/quant_config.h"
 #include "swift/train/lr_schedule.h"
+#include "swift/train/optimizer_options.h"
 #include "swift/tuners/lora.h"
 
 namespace swift::train {
@@ -52,6 +53,7 @@ struct OptimizerOptions {
   double weight_decay = 0.1;    // not on biases and norms (model::no_weight_decay)
   double beta1 = 0.9, beta2 = 0.95, epsilon = 1e-8;
   double max_grad_norm = 1.0;   // 0: no clipping (the norm is still logged)
+  std::optional<GaLoreOptions> galore;  // --use_galore / --optim galore_adamw; unset: AdamW
 };
 
 struct ScheduleOptions {

@@ -23,7 +23,7 @@ struct StepContext {
   model::CausalLM model;
   TrainingObjective& objective;
   distributed::ParallelStrategy& parallel;
-  AdamW& optimizer;
+  Optimizer& optimizer;
   GradScaler* scaler = nullptr;             // float16: dynamic loss scaling; null otherwise
   std::optional<c10::ScalarType> autocast;  // the compute dtype over the weights' (mixed precision)
   double max_grad_norm = 1.0;               // 0: no clipping
