@@ -27,6 +27,9 @@ std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_
       {"loss_scale", FlagType::kString, loss_scale_help.empty() ? (pretrain ? "all" : "default") : loss_scale_default,
        loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all (each optionally +ignore_empty_think)"
                                : loss_scale_help},
+      {"agent_template", FlagType::kString, "",
+       "how a `tools` column, tool calls and tool results are written: hermes, llama3, react_en (default: the "
+       "template's own: hermes for qwen*, llama3 for llama3*)"},
       {"add_non_thinking_prefix", FlagType::kBool, "true",
        "qwen3: open every training reply that does not think with the empty <think></think> block, as the model answers"},
       {"disable_ignore_empty_think", FlagType::kBool, "false",
@@ -66,6 +69,7 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
   o.loss_scale = flags.str("loss_scale");
   if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_scale(o.loss_scale); }, templates::LossScale{});
   o.add_non_thinking_prefix = flags.boolean("add_non_thinking_prefix");
+  o.agent_template = flags.str("agent_template");
   o.disable_ignore_empty_think = flags.boolean("disable_ignore_empty_think");
   o.max_length = flags.integer("max_length");
   problems.at_least("max_length", o.max_length, 0, "tokens per sample; 0 takes the model's max_position_embeddings");

@@ -58,7 +58,8 @@ std::string standard_role(const std::string& role, const std::string& where) {
   if (r == "user" || r == "human") return "user";
   if (r == "assistant" || r == "gpt" || r == "bot") return "assistant";
   if (r == "system") return "system";
-  if (r == "tool" || r == "function" || r == "observation" || r == "ipython") return "tool";
+  if (r == "tool" || r == "tool_response" || r == "function" || r == "observation" || r == "ipython") return "tool";
+  if (r == "tool_call") return "tool_call";  // ms-swift's form of an assistant's call (templates::conversation_from_json)
   throw DataError(where + ": unknown role \"" + role + "\"", "roles are system, user/human, assistant/gpt/bot, tool");
 }
 
@@ -95,8 +96,17 @@ json normalise_messages(const json& raw_in, const json& row, const std::string& 
     const json* role = find_column(m, {"role", "from"});
     const json* content = find_column(m, {"content", "value"});
     SWIFT_CHECK(role && role->is_string(), DataError, at + " has no \"role\" (or \"from\")", kFormatsHint);
-    SWIFT_CHECK(content != nullptr, DataError, at + " has no \"content\" (or \"value\")", kFormatsHint);
-    json out = message(standard_role(role->get<std::string>(), at), text_of(*content, at, "content"));
+    const json* tool_calls = find_column(m, {"tool_calls"});
+    const bool calls = tool_calls && !tool_calls->is_null();
+    SWIFT_CHECK(content != nullptr || calls, DataError, at + " has no \"content\" (or \"value\")", kFormatsHint);
+    const std::string standard = standard_role(role->get<std::string>(), at);
+    // A tool call's content is its {"name", "arguments"} (an object or its JSON text), and a tool result may be an
+    // object too: kept as JSON text, as ms-swift writes them.
+    const bool call_content = (standard == "tool_call" || standard == "tool") && content && (content->is_object() || content->is_array());
+    json out = message(standard, !content || content->is_null() ? std::string()
+                                 : call_content              ? content->dump()
+                                                             : text_of(*content, at, "content"));
+    if (calls) out["tool_calls"] = *tool_calls;  // OpenAI's assistant tool calls, read by the chat template
     if (m.contains("loss") && !m.at("loss").is_null()) {
       SWIFT_CHECK(m.at("loss").is_boolean() || m.at("loss").is_number(), DataError,
                   at + ": \"loss\" must be true/false", "write \"loss\": false to exclude a reply from the loss");

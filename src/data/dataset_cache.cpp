@@ -37,6 +37,7 @@ json CacheInfo::to_json() const {
           {"tokenizer_fingerprint", tokenizer_fingerprint},
           {"loss_scale", loss_scale},
           {"system", system ? json(*system) : json(nullptr)},
+          {"agent_template", agent_template},
           {"max_length", max_length},
           {"truncation_strategy", truncation_strategy},
           {"datasets", datasets},
@@ -62,6 +63,7 @@ CacheInfo CacheInfo::from_json(const json& j, const std::string& source) {
     c.tokenizer_fingerprint = j.at("tokenizer_fingerprint").get<std::string>();
     c.loss_scale = j.at("loss_scale").get<std::string>();
     if (!j.at("system").is_null()) c.system = j.at("system").get<std::string>();
+    c.agent_template = j.value("agent_template", "");  // caches written before tools: the template's own
     c.max_length = j.at("max_length").get<int64_t>();
     c.truncation_strategy = j.at("truncation_strategy").get<std::string>();
     c.datasets = j.at("datasets").get<std::vector<std::string>>();
@@ -170,6 +172,10 @@ void check_cache_fits(const CachedDataset& cache, const CacheInfo& expected, con
   SWIFT_CHECK(c.system == expected.system, UsageError,
               where + " was encoded with " + (c.system ? "--system '" + *c.system + "'" : std::string("no --system")) +
                   ", this run has " + (expected.system ? "--system '" + *expected.system + "'" : std::string("none")),
+              hint);
+  SWIFT_CHECK(c.agent_template == expected.agent_template, UsageError,
+              where + " was encoded with --agent_template '" + c.agent_template + "', this run uses '" +
+                  expected.agent_template + "'",
               hint);
   SWIFT_CHECK(c.tokenizer_fingerprint == expected.tokenizer_fingerprint, UsageError,
               where + " was encoded by another tokenizer (that of " + c.model + ", fingerprint " + c.tokenizer_fingerprint +

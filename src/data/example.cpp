@@ -8,10 +8,26 @@
 #include <thread>
 
 #include "swift/core/error.h"
+#include "swift/template/agent_template.h"
 #include "swift/template/message.h"
 #include "swift/template/template.h"
 
 namespace swift::data {
+
+namespace {
+
+// A row's `tools` column (ms-swift's agent data): none when absent or null. A column of JSON text keeps the key
+// order it was written in, which shows in the prompt; one read as JSON objects has lost it (keys sorted).
+templates::Tools row_tools(const nlohmann::json& row, const std::string& where) {
+  const auto it = row.find("tools");
+  if (it == row.end() || it->is_null()) return {};
+  return with_context(where, [&] {
+    return templates::parse_tools(it->is_string() ? nlohmann::ordered_json(it->get<std::string>())
+                                                  : nlohmann::ordered_json::parse(it->dump()));
+  });
+}
+
+}  // namespace
 
 Truncation parse_truncation(const std::string& name) {
   if (name == "delete") return Truncation::kDelete;
@@ -57,7 +73,8 @@ RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_
 
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where) {
-  auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages"))); });
+  const templates::Tools tools = row_tools(row, where);
+  auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages")), &tools); });
   Example e;
   e.input_ids = std::move(enc.input_ids);
   e.labels = std::move(enc.labels);
@@ -86,7 +103,7 @@ RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, i
   }
   if (second && row.contains(second)) {
     auto other = with_context(where + (kind == RowKind::kPreferencePair ? " (rejected)" : " (KL reply)"), [&] {
-      return chat.encode(templates::conversation_from_json(row.at(second)));
+      return chat.encode(templates::conversation_from_json(row.at(second)), &tools);
     });
     e.rejected_input_ids = std::move(other.input_ids);
     e.rejected_labels = std::move(other.labels);

@@ -1,6 +1,7 @@
 // Loading the rows of a training job and the template that encodes them (see training_rows.h).
 #include "swift/data/training_rows.h"
 
+#include "swift/template/agent_template.h"
 #include "swift/template/select.h"
 #include "swift/template/template_meta.h"
 
@@ -21,6 +22,7 @@ TrainingTemplate training_template(const DataOptions& options, const tokenizer::
   template_options.add_non_thinking_prefix = options.add_non_thinking_prefix;
   template_options.loss_rule = scale.rule;
   template_options.ignore_empty_think = scale.ignore_empty_think;
+  if (!options.agent_template.empty()) template_options.agent_template = templates::parse_agent_template(options.agent_template);
   t.chat = std::make_unique<templates::Template>(
       t.name.empty() ? templates::plain_text_template_meta() : templates::find_template_meta(t.name), tokenizer,
       template_options);
@@ -47,6 +49,7 @@ CacheInfo cache_identity(const DataOptions& options, const std::string& template
   info.template_name = template_name;
   info.loss_scale = resolved_loss_scale(options, template_name);
   info.system = options.system;
+  info.agent_template = options.agent_template;
   info.tokenizer_fingerprint = tokenizer_fingerprint(tokenizer);
   return info;
 }

@@ -24,6 +24,7 @@
 #include "swift/model/family_registry.h"
 #include "swift/model/generator.h"
 #include "swift/recipes/commands.h"
+#include "swift/template/agent_template.h"
 #include "swift/serve/inference_model.h"
 #include "swift/data/example.h"
 #include "swift/data/batch.h"
@@ -126,8 +127,17 @@ Session open_session(const InferOptions& o) {
 
 // The prompt ids of a conversation: the next reply opened after a user (or tool) turn, a final assistant message
 // continued (ms-swift's engines).
-std::vector<int64_t> prompt_ids(const Session& s, const templates::Conversation& messages) {
-  return s.chat->encode_prompt(messages, s.enable_thinking);
+std::vector<int64_t> prompt_ids(const Session& s, const templates::Conversation& messages,
+                                const templates::Tools* tools = nullptr) {
+  return s.chat->encode_prompt(messages, s.enable_thinking, templates::PromptEnd::kAuto, tools);
+}
+
+// A --val_dataset row's `tools` (agent data), in the key order written when it is JSON text.
+templates::Tools row_tools(const nlohmann::json& row) {
+  const auto it = row.find("tools");
+  if (it == row.end() || it->is_null()) return {};
+  return templates::parse_tools(it->is_string() ? nlohmann::ordered_json(it->get<std::string>())
+                                                : nlohmann::ordered_json::parse(it->dump()));
 }
 
 // Sampling for one batch: new tokens capped by --max_model_len.
@@ -225,7 +235,8 @@ int run_batch(Session& s, const InferOptions& o) {
       SWIFT_CHECK(!conversation.empty() && conversation.back().role != templates::Role::kSystem &&
                       (conversation.size() > 1 || conversation[0].role != templates::Role::kAssistant),
                   DataError, where + " has no user message to answer", "each row needs at least one user message");
-      ids.push_back(with_context(where, [&] { return prompt_ids(s, conversation); }));
+      const templates::Tools tools = with_context(where, [&] { return row_tools(rows[i]); });
+      ids.push_back(with_context(where, [&] { return prompt_ids(s, conversation, &tools); }));
       longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.back().size()));
       prompts.push_back(std::move(conversation));
       labels.push_back(label);
@@ -270,7 +281,8 @@ int run_scoring(Session& s, const InferOptions& o) {
     std::vector<data::Example> encoded;
     for (size_t i = start; i < end; ++i) {
       const std::string where = "--val_dataset row " + std::to_string(i + 1);
-      auto e = with_context(where, [&] { return s.chat->encode(templates::conversation_from_json(rows[i]["messages"])); });
+      const templates::Tools tools = with_context(where, [&] { return row_tools(rows[i]); });
+      auto e = with_context(where, [&] { return s.chat->encode(templates::conversation_from_json(rows[i]["messages"]), &tools); });
       data::Example example;
       example.input_ids = std::move(e.input_ids);
       example.labels.assign(example.input_ids.size(), -100);
@@ -317,7 +329,7 @@ int run_interactive(Session& s) {
       continue;
     }
     if (line.empty()) continue;
-    history.push_back({templates::Role::kUser, line, std::nullopt, std::nullopt});
+    history.push_back({templates::Role::kUser, line, std::nullopt, std::nullopt, {}});
     const auto ids = prompt_ids(s, history);
     const auto params = params_for(s, static_cast<int64_t>(ids.size()), "the conversation");
     tokenizer::StreamDecoder stream(*s.tokenizer, /*skip_special_tokens=*/true);
@@ -328,7 +340,7 @@ int run_interactive(Session& s) {
     const auto result = s.generator.generate({ids}, params, on_token)[0];
     const std::string reply = s.tokenizer->decode(result.tokens, /*skip_special_tokens=*/true);
     std::cout << (s.stream ? stream.flush() : reply) << "\n";
-    history.push_back({templates::Role::kAssistant, reply, std::nullopt, std::nullopt});
+    history.push_back({templates::Role::kAssistant, reply, std::nullopt, std::nullopt, {}});
   }
   std::cout << "\n";
   return 0;

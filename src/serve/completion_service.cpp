@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "swift/core/error.h"
+#include "swift/template/agent_template.h"
 #include "swift/template/template.h"
 #include "swift/tokenizer/tokenizer.h"
 
@@ -123,7 +124,8 @@ std::unique_ptr<Job> CompletionService::start_chat(const ChatRequest& r) {
   const int64_t adapter = adapter_of(r.model);
   std::vector<int64_t> ids;
   try {
-    ids = chat_.encode_prompt(r.messages, r.enable_thinking ? r.enable_thinking : options_.enable_thinking, r.prompt_end);
+    ids = chat_.encode_prompt(r.messages, r.enable_thinking ? r.enable_thinking : options_.enable_thinking, r.prompt_end,
+                              &r.tools);
   } catch (const UserError& e) {
     throw ApiError(400, e.message(), "messages", "invalid_value");
   }
@@ -132,6 +134,7 @@ std::unique_ptr<Job> CompletionService::start_chat(const ChatRequest& r) {
   job->logprobs_ = r.logprobs;
   job->top_logprobs_ = r.top_logprobs;
   job->model_ = r.model.empty() ? options_.model_id : r.model;
+  if (!r.tools.empty()) job->agent_ = chat_.agent_template();  // encode_prompt checked that there is one
   return submit(std::move(job), r.sampling, {ids}, r.logprobs, r.top_logprobs, r.sampling.prompt_logprobs, adapter);
 }
 
@@ -363,6 +366,7 @@ json Job::result(const std::function<bool()>& client_gone) {
     c["logprobs"] = logprobs_ ? logprobs_json(s, 0) : json(nullptr);
     if (kind_ == Kind::kChat) {
       c["message"] = {{"role", "assistant"}, {"content", s.text}};
+      if (json calls = tool_calls_json(s, false); !calls.is_null()) c["message"]["tool_calls"] = std::move(calls);
     } else {
       c["text"] = (echo_.empty() ? std::string() : echo_[s.prompt]) + s.text;
       if (prompt_logprobs_ >= 0 && s.prompt_logprobs) c["prompt_logprobs"] = prompt_logprobs_json(tokenizer_, *s.prompt_logprobs);
@@ -393,6 +397,8 @@ json Job::chunk(size_t index, const std::string& text, const json& logprobs, con
     json delta = json::object();
     if (first) delta["role"] = "assistant";
     if (!text.empty() || first) delta["content"] = text;
+    if (finish_reason.is_string())  // the last chunk carries the reply's tool calls, as ms-swift streams them
+      if (json calls = tool_calls_json(s, true); !calls.is_null()) delta["tool_calls"] = std::move(calls);
     c["delta"] = delta;
   } else {
     c["text"] = text;
@@ -405,6 +411,21 @@ json Job::chunk(size_t index, const std::string& text, const json& logprobs, con
           {"choices", json::array({c})}};
   // With include_usage, OpenAI sends "usage": null on every chunk but the final usage chunk.
   if (include_usage_) out["usage"] = nullptr;
+  return out;
+}
+
+json Job::tool_calls_json(const Sequence& s, bool streamed) const {
+  if (!agent_) return nullptr;
+  const auto calls = templates::parse_tool_calls(*agent_, s.text);
+  if (calls.empty()) return nullptr;
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", "call_" + id_.substr(id_.find('-') + 1) + "_" + std::to_string(s.choice) + "_" + std::to_string(i)},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (streamed) call["index"] = i;
+    out.push_back(std::move(call));
+  }
   return out;
 }
 

@@ -16,6 +16,7 @@
 #include "swift/serve/engine_flags.h"
 #include "swift/template/select.h"
 #include "swift/template/template_meta.h"
+#include "swift/template/agent_template.h"
 #include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
@@ -36,6 +37,9 @@ std::vector<cli::FlagSpec> inference_model_flags() {
       {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
   };
   for (auto& f : quant::quant_flags()) flags.push_back(f);
+      {"agent_template", FlagType::kString, "",
+       "how tools and tool calls are written and found in replies: hermes, llama3, react_en (default: the checkpoint's "
+       "args.json, else the template's own)"},
   for (auto& f : engine_flags()) flags.push_back(f);
   return flags;
 }
@@ -107,6 +111,8 @@ InferenceOptions inference_options(const cli::Flags& flags, const std::string& d
   if (flags.given("system")) o.system = flags.str("system");
   else if (saved.contains("system") && saved["system"].is_string()) o.system = saved["system"].get<std::string>();
   o.use_chat_template = flags.boolean("use_chat_template");
+  o.agent_template = arg_or(flags, saved, "agent_template");
+  if (!o.agent_template.empty()) problems.collect([&] { return templates::parse_agent_template(o.agent_template); }, templates::AgentTemplate::kHermes);
   o.enable_thinking = problems.collect([&] { return optional_bool(flags, "enable_thinking"); }, std::optional<bool>{});
   o.torch_dtype = problems.collect([&] { return parse_dtype(flags.str("torch_dtype")); }, std::optional<c10::ScalarType>{});
   // A QLoRA adapter's base loads quantized as it was trained.
@@ -151,6 +157,7 @@ InferenceModel load_inference_model(const InferenceOptions& o) {
     const auto* family = model::find_model_family(m.model->config().model_type, {});
     std::vector<fs::path> checkpoint_dirs(o.checkpoint_dirs.begin(), o.checkpoint_dirs.end());
     checkpoint_dirs.push_back(m.model_dir);
+  if (!o.agent_template.empty()) options.agent_template = templates::parse_agent_template(o.agent_template);
     const auto choice = templates::choose_template(o.template_name, checkpoint_dirs, family ? family->default_template : "",
                                                    "the default for model_type " + m.model->config().model_type);
     m.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *m.tokenizer, options);

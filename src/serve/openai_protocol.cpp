@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "swift/core/error.h"
+#include "swift/template/agent_template.h"
 
 using nlohmann::json;
 
@@ -170,6 +171,17 @@ templates::Conversation parse_messages(const json& j) {
     templates::Message msg;
     msg.role = *role;
     msg.content = message_content(m, i);
+    if (*role == templates::Role::kAssistant && present(m, "tool_calls")) {
+      const std::string param = where + ".tool_calls";
+      if (!m["tool_calls"].is_array()) bad(param, "'" + param + "' must be a list of tool calls");
+      for (const auto& call : m["tool_calls"]) {
+        const json& f = call.is_object() && call.contains("function") ? call["function"] : call;
+        if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
+          bad(param, "'" + param + "': each call needs function.name");
+        const json args = f.contains("arguments") ? f["arguments"] : json::object();
+        msg.tool_calls.push_back({f["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+      }
+    }
     if (present(m, "reasoning_content") && m["reasoning_content"].is_string())
       msg.reasoning_content = m["reasoning_content"].get<std::string>();
     out.push_back(std::move(msg));
@@ -219,12 +231,49 @@ std::vector<PromptInput> parse_prompts(const json& j) {
 
 }  // namespace
 
+namespace {
+
+// `tools` and `tool_choice` (ms-swift's ChatCompletionRequestMixin): read again from the body in its own key order,
+// which shows in the prompt.
+std::vector<nlohmann::ordered_json> request_tools(const std::string& body, const json& j) {
+  if (!present(j, "tools")) return {};
+  if (!j["tools"].is_array()) bad("tools", "'tools' must be a list of {\"type\": \"function\", \"function\": {...}}");
+  std::vector<nlohmann::ordered_json> tools;
+  try {
+    tools = templates::parse_tools(nlohmann::ordered_json::parse(body)["tools"]);
+  } catch (const UserError& e) {
+    bad("tools", e.message());
+  }
+  for (const auto& t : tools)
+    if (!t.contains("function") || !t["function"].is_object() || !t["function"].contains("name"))
+      bad("tools", "each tool needs function.name");
+  if (!present(j, "tool_choice")) return tools;
+  const json& choice = j["tool_choice"];
+  if (choice.is_string()) {
+    const std::string c = choice.get<std::string>();
+    if (c == "none") return {};
+    if (c == "auto" || c == "required") return tools;
+    bad("tool_choice", "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  }
+  if (!choice.is_object() || !choice.contains("function") || !choice["function"].is_object() ||
+      !choice["function"].contains("name") || !choice["function"]["name"].is_string())
+    bad("tool_choice", "'tool_choice' must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+  const std::string name = choice["function"]["name"].get<std::string>();
+  for (const auto& t : tools)
+    if (t["function"]["name"] == name) return {t};
+  bad("tool_choice", "tool_choice names '" + name + "', which is not among 'tools'");
+  return {};
+}
+
+}  // namespace
+
 ChatRequest parse_chat_request(const std::string& body, const ProtocolLimits& limits) {
   const json j = parse_body(body);
   ChatRequest r;
   r.model = model_name(j);
   r.messages = parse_messages(j);
   r.sampling = sampling_fields(j, limits);
+  r.tools = request_tools(body, j);
   if (present(j, "logprobs")) r.logprobs = boolean(j, "logprobs");
   if (present(j, "top_logprobs")) {
     r.top_logprobs = integer(j, "top_logprobs");

@@ -3,6 +3,9 @@
 // text, replies, end-of-turn text), each gets loss on/off, adjacent texts with equal loss are joined and
 // tokenized separately, and the ids are concatenated.
 #include "swift/template/template.h"
+#include "swift/template/agent_template.h"
+
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <ctime>
@@ -244,9 +247,28 @@ std::vector<int64_t> Template::stop_token_ids() const {
   return ids;
 }
 
+std::optional<AgentTemplate> Template::agent_template() const {
+  if (options_.agent_template) return options_.agent_template;
+  if (meta_.tool_format == ToolFormat::kHermes) return AgentTemplate::kHermes;
+  if (meta_.tool_format == ToolFormat::kLlama3) return AgentTemplate::kLlama3;
+  return std::nullopt;
+}
+
 std::vector<Template::Context> Template::build(const Conversation& messages, Mode mode, bool add_generation_prompt,
-                                               bool enable_thinking, bool continue_final) const {
+                                               bool enable_thinking, bool continue_final, const Tools* tools) const {
   check_tokens();
+  const std::optional<AgentTemplate> agent = agent_template();
+  auto need_agent = [&](const std::string& what) {
+    SWIFT_CHECK(agent.has_value(), DataError,
+                what + ", and chat template '" + meta_.name + "' has no agent template of its own",
+                "choose how tools are written with --agent_template hermes, llama3 or react_en");
+    return *agent;
+  };
+  // How tool results are written: the agent template's way, else the chat template's.
+  const ToolFormat tool_format = !agent                               ? meta_.tool_format
+                                 : *agent == AgentTemplate::kHermes   ? ToolFormat::kHermes
+                                 : *agent == AgentTemplate::kLlama3   ? ToolFormat::kLlama3
+                                                                      : ToolFormat::kReact;
   const bool last_round_rule = mode == Mode::kTrain && options_.loss_rule == LossRule::kLastRound;
 
   // The system prompt: the data's (first message), else --system, else the template's default.
@@ -265,22 +287,31 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
     SWIFT_CHECK(m.role != Role::kSystem, DataError,
                 "messages[" + std::to_string(i) + "] is a system message; only the first message may be one",
                 "move the system prompt to the start of the conversation, or give it with --system");
+    // The message's texts: its content, and for an assistant's tool calls the agent template's writing of them as
+    // a part of its own (ms-swift's normalize_openai_tool_calls + _preprocess_tool_call; a message with calls but
+    // no text is the calls alone).
+    std::vector<std::string> texts;
     std::string content = m.content;
     if (m.role == Role::kAssistant && m.reasoning_content && meta_.is_thinking) {
       // As Qwen3's Jinja template writes reasoning_content.
       content = "<think>\n" + strip(*m.reasoning_content, "\n") + "\n</think>\n\n" + strip(content, "\n", true, false);
     }
-    if (!turns.empty() && turns.back().role == m.role) {
-      Turn& t = turns.back();
-      if (m.role == Role::kUser) {
-        t.parts[0] += content;
-      } else {
-        t.parts.push_back(std::move(content));
-        t.loss.push_back(m.loss);
+    if (!content.empty() || m.tool_calls.empty()) texts.push_back(std::move(content));
+    if (m.role == Role::kAssistant && !m.tool_calls.empty())
+      texts.push_back(format_tool_calls(need_agent("messages[" + std::to_string(i) + "] calls tools"), m.tool_calls));
+    for (auto& text : texts) {
+      if (!turns.empty() && turns.back().role == m.role) {
+        Turn& t = turns.back();
+        if (m.role == Role::kUser) {
+          t.parts[0] += text;
+        } else {
+          t.parts.push_back(std::move(text));
+          t.loss.push_back(m.loss);
+        }
+        continue;
       }
-      continue;
+      turns.push_back(Turn{m.role, {std::move(text)}, {m.loss}, false});
     }
-    turns.push_back(Turn{m.role, {std::move(content)}, {m.loss}, false});
   }
   SWIFT_CHECK(!turns.empty(), DataError, "the conversation has no user or assistant message",
               "each row needs at least one user (or assistant) message");
@@ -330,6 +361,10 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
 
   std::optional<std::string> system = data_system ? data_system : options_.system ? options_.system
                                                                                    : meta_.default_system;
+  if (tools && !tools->empty()) {  // ms-swift's _get_system: the agent template describes the tools
+    std::string* first_user = turns[0].role == Role::kUser && !turns[0].parts[0].empty() ? &turns[0].parts[0] : nullptr;
+    system = format_tools(need_agent("the conversation has tools"), *tools, system.value_or(""), first_user);
+  }
   const bool with_system = system && !system->empty() && !meta_.system_prefix.empty();
 
   std::vector<Context> out;
@@ -359,13 +394,39 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
   };
 
   append(with_system ? meta_.system_prefix : meta_.prefix, ContextType::kOther, nullptr);
+  // ReAct tool results (ms-swift's ReactCompatMixin._format_tool_responses): they go on in the turn of the reply
+  // that called the tool, after its "Observation:". Every agent template writes them so after a ReAct-style call.
+  std::vector<bool> react_results(turns.size(), false);
+  for (size_t t = 1; agent && t < turns.size(); ++t) {
+    if (turns[t].role != Role::kTool || turns[t - 1].role != Role::kAssistant) continue;
+    std::string& call = turns[t - 1].parts.back();
+    const bool with_action = call.find("Action:") != std::string::npos && call.find("Action Input:") != std::string::npos;
+    if (!with_action && tool_format != ToolFormat::kReact) continue;
+    std::string text;
+    if (with_action) {
+      if (!ends_with(call, "Observation:")) call += ends_with(call, "\n") ? "Observation:" : "\nObservation:";
+      for (size_t k = 0; k < turns[t].parts.size(); ++k) {
+        if (k > 0) text += "Observation:";
+        text += turns[t].parts[k];
+        if (!ends_with(turns[t].parts[k], "\n")) text += "\n";
+      }
+    } else {
+      for (const auto& result : turns[t].parts) text += result;
+    }
+    turns[t].parts = {text};
+    react_results[t] = true;
+  }
+
   const int rounds = static_cast<int>(turns.size() / 2);
   const std::vector<std::string> stops = stop_words();
   for (int r = 0; r < rounds; ++r) {
     const Turn& query = turns[2 * r];
     const Turn& reply = turns[2 * r + 1];
     const bool last = r == rounds - 1;
-    if (query.role == Role::kTool && meta_.tool_format == ToolFormat::kLlama3) {
+    const bool react = react_results[2 * r];
+    if (react) {
+      out.push_back(Context::of_text(query.parts[0], ContextType::kOther));
+    } else if (query.role == Role::kTool && tool_format == ToolFormat::kLlama3) {
       std::string text;
       for (const auto& result : query.parts) {
         text += "<|start_header_id|>tool<|end_header_id|>\n\n" + result + "<|eot_id|>";
@@ -375,8 +436,7 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       std::string text;
       for (const auto& result : query.parts) {
         if (!text.empty()) text += "\n";
-        text += meta_.tool_format == ToolFormat::kHermes ? "<tool_response>\n" + result + "\n</tool_response>"
-                                                          : result;
+        text += tool_format == ToolFormat::kHermes ? "<tool_response>\n" + result + "\n</tool_response>" : result;
       }
       append(meta_.prompt, ContextType::kOther, &text);
     } else {
@@ -384,17 +444,17 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
     }
     if (reply.pending) {
       if (add_generation_prompt) {
-        append(meta_.generation_prompt, ContextType::kOther, nullptr);
+        if (!react) append(meta_.generation_prompt, ContextType::kOther, nullptr);
         if (!response_prefix().empty()) out.push_back(Context::of_text(response_prefix(), ContextType::kOther));
       }
       continue;
     }
-    append(meta_.generation_prompt, ContextType::kOther, nullptr);
+    if (!react) append(meta_.generation_prompt, ContextType::kOther, nullptr);
     for (size_t j = 0; j < reply.parts.size(); ++j) {
       out.push_back(Context::of_reply(reply.parts[j], r, reply.loss[j]));
     }
     if (!last) {
-      append(meta_.chat_sep, ContextType::kOther, nullptr);
+      if (!react_results[2 * r + 2]) append(meta_.chat_sep, ContextType::kOther, nullptr);
       continue;
     }
     if (continue_final) continue;  // the model goes on writing this reply
@@ -537,19 +597,19 @@ std::string Template::render(const Conversation& messages, bool add_generation_p
   return text;
 }
 
-Encoded Template::encode(const Conversation& messages) const {
-  return tokenize(build(messages, Mode::kTrain, true, default_enable_thinking()), true);
+Encoded Template::encode(const Conversation& messages, const Tools* tools) const {
+  return tokenize(build(messages, Mode::kTrain, true, default_enable_thinking(), false, tools), true);
 }
 
 std::vector<int64_t> Template::encode_prompt(const Conversation& messages, std::optional<bool> enable_thinking,
-                                             PromptEnd end) const {
+                                             PromptEnd end, const Tools* tools) const {
   const bool ends_with_reply = !messages.empty() && messages.back().role == Role::kAssistant;
   if (end == PromptEnd::kAuto) end = ends_with_reply ? PromptEnd::kContinue : PromptEnd::kGenerationPrompt;
   SWIFT_CHECK(end != PromptEnd::kContinue || ends_with_reply, DataError,
               "continue_final_message: the conversation does not end with an assistant message",
               "end the messages with the assistant's partial reply to continue it, or drop continue_final_message");
   return tokenize(build(messages, Mode::kInfer, end == PromptEnd::kGenerationPrompt,
-                        enable_thinking.value_or(default_enable_thinking()), end == PromptEnd::kContinue),
+                        enable_thinking.value_or(default_enable_thinking()), end == PromptEnd::kContinue, tools),
                   false)
       .input_ids;
 }

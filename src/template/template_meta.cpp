@@ -33,8 +33,7 @@ TemplateMeta chatml() {
   m.system_prefix = {"<|im_start|>system\n{{SYSTEM}}<|im_end|>\n"};
   m.auto_add_bos = true;
   m.required_tokens = {"<|im_start|>", "<|im_end|>"};
-  m.tool_format = ToolFormat::kHermes;
-  return m;
+  return m;  // no agent template of its own (ms-swift's ChatmlTemplateMeta): --agent_template for tools
 }
 
 TemplateMeta qwen(std::string name, std::optional<std::string> default_system, std::string description) {
@@ -44,6 +43,7 @@ TemplateMeta qwen(std::string name, std::optional<std::string> default_system, s
   m.default_system = std::move(default_system);
   m.auto_add_bos = false;
   m.stop_words = {"<|endoftext|>"};
+  m.tool_format = ToolFormat::kHermes;  // ms-swift's QwenTemplateMeta: agent_template hermes
   return m;
 }
 

@@ -60,7 +60,24 @@ LOSS_FLAGS = [U('Hi there'), A('Hello! How can I help?', loss=True), U('What is 
               U('And 3+3?'), A('6.')]
 SPLIT_ASSISTANT = [U('Tell me two things.'), A('First thing. ', loss=False), A('Second thing.', loss=True)]
 
-# name, tokenizer, template, mode (train|infer), loss_scale, --system, enable_thinking, messages
+# Tool calling (ms-swift's agent templates): a `tools` list in OpenAI's form, assistant tool calls as OpenAI's
+# tool_calls (arguments as JSON text, as the API sends them) and as ms-swift's own "tool_call" messages.
+WEATHER = {'type': 'function', 'function': {'name': 'get_weather', 'description': 'Current weather of a city.',
+                                            'parameters': {'type': 'object', 'properties': {'city': {'type': 'string'}},
+                                                           'required': ['city']}}}
+TIME = {'name': 'get_time', 'description': 'Local time in a city.',
+        'parameters': {'type': 'object', 'properties': {'city': {'type': 'string'}}}}
+CALL = {'id': 'call_1', 'type': 'function', 'function': {'name': 'get_weather', 'arguments': '{"city": "Paris"}'}}
+AGENT = [U("What's the weather in Paris?"), {'role': 'assistant', 'content': '', 'tool_calls': [CALL]},
+         T('{"temp": 21}'), A('It is 21 degrees in Paris.')]
+AGENT_TEXT_AND_CALLS = [U('Weather and time in Paris?'),
+                        {'role': 'assistant', 'content': 'Let me look both up.', 'tool_calls': [
+                            CALL, {'type': 'function', 'function': {'name': 'get_time', 'arguments': '{"city": "Paris"}'}}]},
+                        T('{"temp": 21}'), T('{"time": "12:00"}'), A('21 degrees, noon.')]
+AGENT_SWIFT_FORM = [U("What's the weather in Paris?"), {'role': 'tool_call', 'content': '{"name": "get_weather", "arguments": {"city": "Paris"}}'},
+                    {'role': 'tool_response', 'content': '{"temp": 21}'}, A('It is 21 degrees.')]
+
+# name, tokenizer, template, mode (train|infer), loss_scale, --system, enable_thinking, messages[, tools, agent_template]
 CASES = [
     ('qwen3_single', 'qwen3', 'qwen3', 'train', 'default', None, None, [U('Hi there'), A('Hello!')]),
     ('qwen3_multi_default', 'qwen3', 'qwen3', 'train', 'default', None, None, MULTI_SYS),
@@ -127,19 +144,35 @@ CASES = [
     ('qwen2_5_infer_continue', 'qwen3', 'qwen2_5', 'infer', None, None, None, MULTI[:4]),
     ('llama3_infer_continue', 'llama3', 'llama3', 'infer', None, None, None, MULTI_SYS[:5]),
     ('llama2_infer_continue', 'mistral7b', 'llama', 'infer', None, None, None, MULTI[:4]),
+    ('qwen3_tools_hermes', 'qwen3', 'qwen3', 'train', 'default', None, None, AGENT, [WEATHER, TIME], None),
+    ('qwen3_tools_text_and_calls', 'qwen3', 'qwen3', 'train', 'default', None, None, AGENT_TEXT_AND_CALLS, [WEATHER, TIME], None),
+    ('qwen2_5_tools_system', 'qwen3', 'qwen2_5', 'train', 'default', None, None, [S('You are terse.')] + AGENT, [WEATHER], None),
+    ('qwen2_5_tools_swift_form', 'qwen3', 'qwen2_5', 'train', 'last_round', None, None, AGENT_SWIFT_FORM, [WEATHER], None),
+    ('qwen3_tools_infer', 'qwen3', 'qwen3', 'infer', None, None, False, AGENT[:3], [WEATHER, TIME], None),
+    ('qwen3_tools_infer_first', 'qwen3', 'qwen3', 'infer', None, None, None, AGENT[:1], [WEATHER], None),
+    ('llama3_tools', 'llama3', 'llama3', 'train', 'default', None, None, AGENT, [WEATHER], None),
+    ('llama3_tools_infer', 'llama3', 'llama3', 'infer', None, None, None, AGENT[:3], [WEATHER], None),
+    ('qwen2_5_react_en', 'qwen3', 'qwen2_5', 'train', 'default', None, None, AGENT_TEXT_AND_CALLS, [WEATHER, TIME], 'react_en'),
+    ('qwen2_5_react_en_infer', 'qwen3', 'qwen2_5', 'infer', None, None, None, AGENT[:3], [WEATHER], 'react_en'),
+    ('llama3_hermes', 'llama3', 'llama3', 'train', 'default', None, None, AGENT, [WEATHER], 'hermes'),
 ]
 
 
 def main():
     out = []
-    for name, tok_name, template_type, mode, loss_scale, system, enable_thinking, messages in CASES:
+    for name, tok_name, template_type, mode, loss_scale, system, enable_thinking, messages, *agent in CASES:
+        tools, agent_template = agent if agent else (None, None)
         tok = load_tokenizer(tok_name)
         kwargs = {}
         if loss_scale is not None:
             kwargs['loss_scale'] = loss_scale
+        if agent_template is not None:
+            kwargs['agent_template'] = agent_template
         template = get_template(tok, template_type=template_type, default_system=system, **kwargs)
         template.set_mode('train' if mode == 'train' else 'transformers')
         inputs = {'messages': json.loads(json.dumps(messages))}
+        if tools is not None:
+            inputs['tools'] = json.loads(json.dumps(tools))
         if enable_thinking is not None:
             inputs['chat_template_kwargs'] = {'enable_thinking': enable_thinking}
         enc = template.encode(inputs)
@@ -151,6 +184,10 @@ def main():
             case['system'] = system
         if enable_thinking is not None:
             case['enable_thinking'] = enable_thinking
+        if tools is not None:  # as JSON text: the test reads it keeping the key order (ms-swift's prompts keep it)
+            case['tools_json'] = json.dumps(tools, ensure_ascii=False)
+        if agent_template is not None:
+            case['agent_template'] = agent_template
         if mode == 'train':
             case['labels'] = enc['labels']
             case['loss_text'] = tok.decode([t for t in enc['labels'] if t != -100])

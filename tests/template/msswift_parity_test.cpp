@@ -5,6 +5,7 @@
 
 #include <set>
 
+#include "swift/template/agent_template.h"
 #include "swift/template/template.h"
 #include "template_test_util.h"
 
@@ -43,20 +44,24 @@ TEST_P(MsSwiftParity, SameIdsAndLabels) {
   }
   std::optional<bool> enable_thinking;
   if (c.contains("enable_thinking")) enable_thinking = c["enable_thinking"].get<bool>();
+  if (c.contains("agent_template")) options.agent_template = parse_agent_template(c["agent_template"].get<std::string>());
   Template t(find_template_meta(c["template"].get<std::string>()), test::real_tokenizer(c["tokenizer"]), options);
   Conversation messages = conversation_from_json(c["messages"]);
+  // The tools as written (their key order shows in the prompt).
+  const Tools tools = c.contains("tools_json") ? parse_tools(nlohmann::ordered_json::parse(c["tools_json"].get<std::string>()))
+                                               : Tools{};
 
   if (c["mode"] == "train") {
-    Encoded e = t.encode(messages);
+    Encoded e = t.encode(messages, &tools);
     EXPECT_EQ(e.input_ids, c["input_ids"].get<std::vector<int64_t>>());
     EXPECT_EQ(e.labels, c["labels"].get<std::vector<int64_t>>());
     if (c.contains("text")) {
       EXPECT_EQ(e.text, c["text"].get<std::string>());
     }
   } else {
-    EXPECT_EQ(t.encode_prompt(messages, enable_thinking), c["input_ids"].get<std::vector<int64_t>>());
+    EXPECT_EQ(t.encode_prompt(messages, enable_thinking, PromptEnd::kAuto, &tools), c["input_ids"].get<std::vector<int64_t>>());
     // render() opens the next reply; a conversation ending with a reply is continued instead (its ids above).
-    if (c.contains("text") && messages.back().role != Role::kAssistant) {
+    if (c.contains("text") && messages.back().role != Role::kAssistant && tools.empty()) {
       EXPECT_EQ(t.render(messages, true, enable_thinking), c["text"].get<std::string>());
     }
   }

@@ -13,11 +13,11 @@ namespace {
 
 using test::real_tokenizer;
 
-Message U(std::string c) { return {Role::kUser, std::move(c), std::nullopt, std::nullopt}; }
-Message S(std::string c) { return {Role::kSystem, std::move(c), std::nullopt, std::nullopt}; }
-Message T(std::string c) { return {Role::kTool, std::move(c), std::nullopt, std::nullopt}; }
+Message U(std::string c) { return {Role::kUser, std::move(c), std::nullopt, std::nullopt, {}}; }
+Message S(std::string c) { return {Role::kSystem, std::move(c), std::nullopt, std::nullopt, {}}; }
+Message T(std::string c) { return {Role::kTool, std::move(c), std::nullopt, std::nullopt, {}}; }
 Message A(std::string c, std::optional<bool> loss = std::nullopt) {
-  return {Role::kAssistant, std::move(c), loss, std::nullopt};
+  return {Role::kAssistant, std::move(c), loss, std::nullopt, {}};
 }
 
 Template make(const std::string& name, const std::string& tokenizer, TemplateOptions options = {}) {
@@ -148,7 +148,7 @@ TEST(TemplateRender, PlainTextWithoutChatTemplate) {
 
 TEST(TemplateRender, ToolResults) {
   const Conversation c = {U("Weather?"), A("<tool_call>x</tool_call>"), T("{\"t\": 21}"), T("sunny")};
-  EXPECT_EQ(make("chatml", "qwen3").render(c),
+  EXPECT_EQ(make("qwen", "qwen3").render(c).substr(make("qwen", "qwen3").render(c).find("<|im_start|>user")),
             "<|im_start|>user\nWeather?<|im_end|>\n<|im_start|>assistant\n<tool_call>x</tool_call><|im_end|>\n"
             "<|im_start|>user\n<tool_response>\n{\"t\": 21}\n</tool_response>\n<tool_response>\nsunny\n"
             "</tool_response><|im_end|>\n<|im_start|>assistant\n");

@@ -25,6 +25,7 @@ struct DataOptions {
   std::vector<std::string> model_name, model_author;  // for swift/self-cognition
   std::string template_name;              // --template. Default: the checkpoint's args.json, else the family's.
   std::optional<std::string> system;      // --system, when given
+  std::string agent_template;             // --agent_template ("": the template's own)
   bool use_chat_template = true;          // --use_chat_template (pt: false)
   std::string loss_scale = "default";     // --loss_scale as given ("": the command's default, rlhf)
   bool add_non_thinking_prefix = true;    // --add_non_thinking_prefix (qwen3: replies without thinking get the empty block)

@@ -33,6 +33,7 @@ struct CacheInfo {
   std::string tokenizer_fingerprint;     // tokenizer_fingerprint() of the tokenizer that encoded it
   std::string loss_scale = "default";
   std::optional<std::string> system;     // --system, when given
+  std::string agent_template;            // --agent_template as given ("": the template's own)
   int64_t max_length = 0;
   std::string truncation_strategy = "delete";
   std::vector<std::string> datasets;     // the --dataset / --val_dataset specs

@@ -113,6 +113,10 @@ class Job {
   bool logprobs_ = false, include_usage_ = false, return_details_ = false, echo_logprobs_ = false;
   int64_t top_logprobs_ = 0, prompt_logprobs_ = -1;
   std::shared_ptr<RequestStream> stream_;
+  // Chat requests with tools: the agent template that finds tool calls in each reply (ms-swift's get_toolcall).
+  std::optional<templates::AgentTemplate> agent_;
+  // The reply's tool calls as OpenAI's message.tool_calls (with "index" when streamed); null when none.
+  nlohmann::json tool_calls_json(const Sequence& s, bool streamed) const;
 };
 
 }  // namespace swift::serve

@@ -65,6 +65,9 @@ struct ChatRequest {
   // vLLM's add_generation_prompt / continue_final_message; neither given: ms-swift's (a final assistant message
   // is continued, else the next reply opened).
   templates::PromptEnd prompt_end = templates::PromptEnd::kAuto;
+  // `tools` after `tool_choice` (ms-swift's: "none" drops them, {"function": {"name"}} keeps that one), each
+  // wrapped as {"type": "function", "function": ...}, in the key order of the request.
+  std::vector<nlohmann::ordered_json> tools;
 };
 
 // A completions prompt: text, or token ids.

@@ -13,6 +13,14 @@ namespace swift::templates {
 
 enum class Role { kSystem, kUser, kAssistant, kTool };
 
+enum class AgentTemplate;  // how tools and tool calls are written (agent_template.h)
+
+// A function call an assistant message makes (OpenAI's tool_calls, ms-swift's "tool_call" messages).
+struct ToolCall {
+  std::string name;
+  std::string arguments;  // JSON text (usually an object), as the data or the model wrote it
+};
+
 struct Message {
   Role role = Role::kUser;
   std::string content;
@@ -22,6 +30,8 @@ struct Message {
   // Assistant messages only: the thinking, as in OpenAI-style/Qwen3 messages. Thinking templates (qwen3) render it
   // as "<think>\n...\n</think>\n\n" before the content; other templates drop it. Default: unset.
   std::optional<std::string> reasoning_content;
+  // Assistant messages only: the calls it makes, written after its content by the agent template. Default: none.
+  std::vector<ToolCall> tool_calls;
 };
 
 // A conversation: an optional system message first, then user/assistant/tool turns. Consecutive user messages
@@ -33,8 +43,11 @@ std::string_view role_name(Role role);
 // "system" | "user" | "assistant" | "tool" ("tool_response" is read as "tool", as ms-swift does); nullopt else.
 std::optional<Role> parse_role(std::string_view name);
 
-// Reads a JSON array of {"role", "content", "loss"?, "reasoning_content"?} objects (ms-swift's `messages`
-// column). A null content reads as "". DataError saying which message and field is wrong.
+// Reads a JSON array of {"role", "content", "loss"?, "reasoning_content"?, "tool_calls"?} objects (ms-swift's
+// `messages` column). A null content reads as "". Tool calls come as OpenAI's assistant `tool_calls`
+// ([{"function": {"name", "arguments"}}], arguments an object or its JSON text) or as ms-swift's "tool_call"
+// messages (content {"name", "arguments"} or its JSON text), which join the assistant message before them.
+// DataError saying which message and field is wrong.
 Conversation conversation_from_json(const nlohmann::json& messages);
 nlohmann::json conversation_to_json(const Conversation& messages);
 

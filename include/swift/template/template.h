@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "swift/template/message.h"
 #include "swift/template/template_meta.h"
 
@@ -26,6 +28,9 @@ class Tokenizer;
 namespace swift::templates {
 
 inline constexpr int64_t kIgnoreIndex = -100;
+
+// The `tools` of a conversation, each as parse_tools returns it (agent_template.h).
+using Tools = std::vector<nlohmann::ordered_json>;
 
 // Which tokens carry loss (ms-swift's --loss_scale base strategies).
 enum class LossRule {
@@ -58,6 +63,9 @@ struct TemplateOptions {
   // --add_non_thinking_prefix: in training, open replies that lack "<think>" with the template's empty think
   // block (qwen3). Default: true.
   bool add_non_thinking_prefix = true;
+  // --agent_template: how tools, tool calls and tool results are written. Default: unset, which is the template's
+  // own (hermes for qwen*, llama3 for llama3*; none for the others, where tools are an error).
+  std::optional<AgentTemplate> agent_template;
   // "+ignore_empty_think" in --loss_scale: in training, an empty think block opening a reply ("<think>\n\n</think>\n\n",
   // or a bare "</think>\n\n") carries no loss, as ms-swift's ignore_empty_think.json. Default: false; training turns
   // it on for hybrid thinking templates (qwen3) as ms-swift does, unless --disable_ignore_empty_think
@@ -102,13 +110,16 @@ class Template {
 
   // Training: input_ids and labels of the whole conversation under options().loss_rule, as ms-swift's
   // Template.encode in train mode (before truncation).
-  Encoded encode(const Conversation& messages) const;
+  Encoded encode(const Conversation& messages, const Tools* tools = nullptr) const;
 
   // Inference: the ids of a prompt, as ms-swift encodes it for generation (its engines' Template.encode). How it
   // ends is `end` (vLLM's add_generation_prompt / continue_final_message). DataError for kContinue when the last
   // message is not an assistant's.
   std::vector<int64_t> encode_prompt(const Conversation& messages, std::optional<bool> enable_thinking = std::nullopt,
-                                     PromptEnd end = PromptEnd::kAuto) const;
+                                     PromptEnd end = PromptEnd::kAuto, const Tools* tools = nullptr) const;
+
+  // The agent template in force (--agent_template, else the template's own); nullopt when there is none.
+  std::optional<AgentTemplate> agent_template() const;
 
   // Strings that end a generated reply (the suffix's last token, the template's stop words, the tokenizer's EOS),
   // and the ids of those that are single tokens in this vocabulary, e.g. <|im_end|>, <|endoftext|> for qwen.
@@ -123,7 +134,7 @@ class Template {
   enum class Mode { kTrain, kInfer, kRender };
   // continue_final (kInfer): the last reply stays open (no end of turn, no generation prompt).
   std::vector<Context> build(const Conversation& messages, Mode mode, bool add_generation_prompt,
-                             bool enable_thinking, bool continue_final = false) const;
+                             bool enable_thinking, bool continue_final = false, const Tools* tools = nullptr) const;
   Encoded tokenize(std::vector<Context> contexts, bool with_labels) const;
   void check_tokens() const;
   std::string expand(const std::string& text, const std::string* system, const std::string* query) const;

@@ -38,6 +38,7 @@ enum class ToolFormat {
   kPlain,   // like a user turn, results joined by "\n"
   kHermes,  // a user turn of "<tool_response>\n...\n</tool_response>" blocks joined by "\n" (Qwen)
   kLlama3,  // one "<|start_header_id|>tool<|end_header_id|>\n\n...<|eot_id|>" block per result
+  kReact,   // ReAct (react_en): inside the reply's own turn, after its "Observation:"
 };
 
 struct TemplateMeta {
