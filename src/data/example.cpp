@@ -14,21 +14,6 @@
 
 namespace swift::data {
 
-namespace {
-
-// A row's `tools` column (ms-swift's agent data): none when absent or null. A column of JSON text keeps the key
-// order it was written in, which shows in the prompt; one read as JSON objects has lost it (keys sorted).
-templates::Tools row_tools(const nlohmann::json& row, const std::string& where) {
-  const auto it = row.find("tools");
-  if (it == row.end() || it->is_null()) return {};
-  return with_context(where, [&] {
-    return templates::parse_tools(it->is_string() ? nlohmann::ordered_json(it->get<std::string>())
-                                                  : nlohmann::ordered_json::parse(it->dump()));
-  });
-}
-
-}  // namespace
-
 Truncation parse_truncation(const std::string& name) {
   if (name == "delete") return Truncation::kDelete;
   if (name == "left") return Truncation::kLeft;
@@ -73,7 +58,7 @@ RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_
 
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where) {
-  const templates::Tools tools = row_tools(row, where);
+  const templates::Tools tools = with_context(where, [&] { return templates::row_tools(row); });
   auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages")), &tools); });
   Example e;
   e.input_ids = std::move(enc.input_ids);

@@ -167,6 +167,12 @@ std::vector<ordered_json> parse_tools(const ordered_json& tools_in) {
   return out;
 }
 
+std::vector<ordered_json> row_tools(const nlohmann::json& row) {
+  const auto it = row.find("tools");
+  if (it == row.end() || it->is_null()) return {};
+  return parse_tools(it->is_string() ? ordered_json(it->get<std::string>()) : ordered_json::parse(it->dump()));
+}
+
 std::string format_tools(AgentTemplate agent, const std::vector<ordered_json>& tools, const std::string& system,
                          std::string* first_user_message) {
   switch (agent) {

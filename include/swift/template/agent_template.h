@@ -35,6 +35,10 @@ std::string python_json_dumps(const nlohmann::ordered_json& value, int indent = 
 // The key order of the schemas is kept as given (it shows in the prompt): pass JSON parsed as ordered_json, or text.
 std::vector<nlohmann::ordered_json> parse_tools(const nlohmann::ordered_json& tools);
 
+// A dataset row's `tools` column: none when absent or null; a JSON-text column keeps the key order it was written
+// in (it shows in the prompt), one read as JSON objects has lost it (nlohmann's objects sort their keys).
+std::vector<nlohmann::ordered_json> row_tools(const nlohmann::json& row);
+
 // The system prompt with the tools described (hermes, react_en), or `system` unchanged with the description put
 // before the first user message's text (llama3). `system`: the system prompt in force ("" for none).
 std::string format_tools(AgentTemplate agent, const std::vector<nlohmann::ordered_json>& tools, const std::string& system,
