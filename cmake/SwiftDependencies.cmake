@@ -31,6 +31,9 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp REQUIRED)
+# Hub downloads (src/hub/): libcurl (Debian libcurl4-openssl-dev) for HTTPS, OpenSSL's libcrypto for sha256.
+find_package(CURL REQUIRED)
+find_package(OpenSSL REQUIRED COMPONENTS Crypto)
 
 if(SWIFT_USE_JEMALLOC)
   find_library(JEMALLOC_LIBRARY NAMES jemalloc)

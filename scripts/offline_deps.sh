@@ -15,7 +15,10 @@ PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev
   # Cairo (the run folder's pictures): its headers and library, and the runtime libraries it loads, with a font.
   libcairo2-dev libcairo2 libpixman-1-0 libfontconfig1 fontconfig-config fonts-dejavu-core libfreetype6
   libpng16-16 libbrotli1 libexpat1 libx11-6 libx11-data libxcb1 libxcb-render0 libxcb-shm0 libxau6 libxdmcp6
-  libbsd0 libmd0 libxext6 libxrender1)
+  libbsd0 libmd0 libxext6 libxrender1
+  # Hub downloads (src/hub/, docs/hub.md): libcurl with OpenSSL, and the libraries libcurl4 loads beyond Debian's base.
+  libcurl4-openssl-dev libcurl4 libssl-dev libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0
+  libsasl2-2 libsasl2-modules-db libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1)
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

@@ -5,10 +5,13 @@
 
 #include <cstdio>
 
+#include "swift/core/bytes.h"
+
 namespace swift {
 
-Progress::Progress(std::string label, int64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled && total > 0), tty_(::isatty(STDERR_FILENO) != 0) {
+Progress::Progress(std::string label, int64_t total, bool enabled, Unit unit)
+    : label_(std::move(label)), total_(total), enabled_(enabled && total > 0), unit_(unit),
+      tty_(::isatty(STDERR_FILENO) != 0) {
   start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
@@ -40,9 +43,16 @@ void Progress::draw(bool final) {
   std::string bar(static_cast<size_t>(filled), '#');
   bar.resize(width, '.');
   const double eta = rate > 0 ? static_cast<double>(total_ - done_) / rate : 0.0;
-  std::fprintf(stderr, "%s%s [%s] %lld/%lld %.0f%% %.1fs elapsed, ETA %.1fs (%.2f/s)%s", tty_ ? "\r" : "",
-               label_.c_str(), bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_),
-               100.0 * done_ / total_, seconds, eta, rate, (!tty_ || final) ? "\n" : "");
+  if (unit_ == Unit::kBytes) {
+    std::fprintf(stderr, "%s%s [%s] %s/%s %.0f%% %.1fs elapsed, ETA %.1fs (%s/s)%s", tty_ ? "\r" : "", label_.c_str(),
+                 bar.c_str(), format_bytes(static_cast<double>(done_)).c_str(),
+                 format_bytes(static_cast<double>(total_)).c_str(), 100.0 * done_ / total_, seconds, eta,
+                 format_bytes(rate).c_str(), (!tty_ || final) ? "\n" : "");
+  } else {
+    std::fprintf(stderr, "%s%s [%s] %lld/%lld %.0f%% %.1fs elapsed, ETA %.1fs (%.2f/s)%s", tty_ ? "\r" : "",
+                 label_.c_str(), bar.c_str(), static_cast<long long>(done_), static_cast<long long>(total_),
+                 100.0 * done_ / total_, seconds, eta, rate, (!tty_ || final) ? "\n" : "");
+  }
   std::fflush(stderr);
 }
 

@@ -1,12 +1,15 @@
 // The data flags into DataOptions (see data_options.h).
 #include "swift/data/data_options.h"
 
+#include "swift/hub/hub_flags.h"
+
 namespace swift::data {
 
 DatasetOptions DataOptions::reading() const {
   DatasetOptions options;
   options.builtin = {model_name, model_author, data_seed};
   options.columns = columns;
+  options.hub = hub;
   return options;
 }
 
@@ -14,7 +17,8 @@ std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_
                                          const std::string& loss_scale_help) {
   using cli::FlagType;
   return {
-      {"dataset", FlagType::kList, "", "training data: .jsonl/.json/.csv files (path#N samples N rows) or built-ins "
+      {"dataset", FlagType::kList, "", "training data: .jsonl/.json/.csv files (path#N samples N rows), hub dataset ids "
+                                       "(org/name, hf::org/name:subset#N; docs/hub.md) or built-ins "
                                        "(swift/self-cognition, swift/arithmetic)"},
       {"val_dataset", FlagType::kList, "", "validation data (same forms)"},
       {"split_dataset_ratio", FlagType::kFloat, "0", "hold out this fraction of --dataset for validation"},
@@ -23,13 +27,13 @@ std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_
       {"model_author", FlagType::kList, "", "for swift/self-cognition: the author (Chinese, then English)"},
       {"template", FlagType::kString, "", "chat template (default: the checkpoint's args.json, else the family's)"},
       {"system", FlagType::kString, "", "system prompt replacing the template's default"},
+      {"agent_template", FlagType::kString, "",
+       "how a `tools` column, tool calls and tool results are written: hermes, llama3, react_en (default: the "
+       "template's own: hermes for qwen*, llama3 for llama3*)"},
       {"use_chat_template", FlagType::kBool, pretrain ? "false" : "true", "false: plain text, as pretraining"},
       {"loss_scale", FlagType::kString, loss_scale_help.empty() ? (pretrain ? "all" : "default") : loss_scale_default,
        loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all (each optionally +ignore_empty_think)"
                                : loss_scale_help},
-      {"agent_template", FlagType::kString, "",
-       "how a `tools` column, tool calls and tool results are written: hermes, llama3, react_en (default: the "
-       "template's own: hermes for qwen*, llama3 for llama3*)"},
       {"add_non_thinking_prefix", FlagType::kBool, "true",
        "qwen3: open every training reply that does not think with the empty <think></think> block, as the model answers"},
       {"disable_ignore_empty_think", FlagType::kBool, "false",
@@ -65,11 +69,11 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
   o.model_author = flags.list("model_author");
   o.template_name = flags.str("template");
   if (flags.given("system")) o.system = flags.str("system");
+  o.agent_template = flags.str("agent_template");
   o.use_chat_template = flags.boolean("use_chat_template");
   o.loss_scale = flags.str("loss_scale");
   if (!o.loss_scale.empty()) problems.collect([&] { return templates::parse_loss_scale(o.loss_scale); }, templates::LossScale{});
   o.add_non_thinking_prefix = flags.boolean("add_non_thinking_prefix");
-  o.agent_template = flags.str("agent_template");
   o.disable_ignore_empty_think = flags.boolean("disable_ignore_empty_think");
   o.max_length = flags.integer("max_length");
   problems.at_least("max_length", o.max_length, 0, "tokens per sample; 0 takes the model's max_position_embeddings");
@@ -78,6 +82,8 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
   problems.at_least("dataset_num_proc", flags.integer("dataset_num_proc"), 1, "threads that encode the rows, e.g. 4");
   o.num_proc = static_cast<int>(std::max<int64_t>(1, flags.integer("dataset_num_proc")));
   o.data_seed = static_cast<uint64_t>(flags.given("data_seed") ? flags.integer("data_seed") : static_cast<int64_t>(seed));
+  o.hub = hub::hub_options(flags);
+  o.hub.revision.clear();  // --revision is the model's; a dataset id is read at the hub's default branch
   if (!flags.declared("packing")) return o;
 
   o.packing = flags.boolean("packing");

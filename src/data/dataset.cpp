@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "swift/core/error.h"
+#include "swift/hub/hub_resolver.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -431,6 +432,16 @@ std::vector<fs::path> dataset_files(const fs::path& path) {
   return files;
 }
 
+std::vector<fs::path> spec_files(const DatasetSpec& spec, const DatasetOptions& options, const std::string& flag) {
+  if (is_builtin_dataset(spec.path.string())) return {};
+  if (fs::exists(spec.path)) return dataset_files(spec.path);
+  const auto id = hub::parse_dataset_id(spec.path.string());
+  SWIFT_CHECK(id.has_value(), DataError, flag + " " + spec.path.string() + " does not exist",
+              "give a local .jsonl/.json/.csv/.txt file, a folder of them, a hub dataset id (org/name), or a built-in "
+              "dataset (" + builtin_dataset_names() + ")");
+  return hub::resolve_dataset(*id, options.hub, flag);
+}
+
 json rename_columns(json row, const std::map<std::string, std::string>& columns) {
   for (const auto& [from, to] : columns) {
     if (!row.contains(from)) continue;
@@ -448,15 +459,13 @@ std::vector<json> load_datasets(const std::vector<std::string>& specs, uint64_t 
   for (const auto& text : specs) {
     const DatasetSpec spec = parse_dataset_spec(text, flag);
     const bool is_builtin = is_builtin_dataset(spec.path.string());
-    SWIFT_CHECK(is_builtin || fs::exists(spec.path), DataError, flag + " " + spec.path.string() + " does not exist",
-                "give a local .jsonl/.json/.csv/.txt file, a folder of them, or a built-in dataset (" +
-                    builtin_dataset_names() + ")");
+    const auto files = spec_files(spec, options, flag);
     std::vector<json> rows;
     std::vector<std::string> where;  // per row, for errors
     if (is_builtin) {
       rows = builtin_dataset(spec.path.string(), options.builtin);
     } else {
-      for (const auto& file : dataset_files(spec.path)) {
+      for (const auto& file : files) {
         auto file_rows = read_rows(file);
         for (size_t i = 0; i < file_rows.size(); ++i) {
           rows.push_back(rename_columns(std::move(file_rows[i]), options.columns));

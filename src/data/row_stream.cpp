@@ -36,10 +36,7 @@ RowStream::RowStream(const std::vector<std::string>& specs, DatasetOptions optio
     Source s;
     s.spec = parse_dataset_spec(text, flag_);
     s.builtin = is_builtin_dataset(s.spec.path.string());
-    SWIFT_CHECK(s.builtin || fs::exists(s.spec.path), DataError, flag_ + " " + s.spec.path.string() + " does not exist",
-                "give a local .jsonl/.json/.csv/.txt file, a folder of them, or a built-in dataset (" +
-                    builtin_dataset_names() + ")");
-    s.files = s.builtin ? std::vector<fs::path>{fs::path()} : dataset_files(s.spec.path);
+    s.files = s.builtin ? std::vector<fs::path>{fs::path()} : spec_files(s.spec, options_, flag_);
     sources_.push_back(std::move(s));
   }
 }

@@ -17,13 +17,15 @@
 #include "swift/template/template_meta.h"
 #include "swift/tokenizer/tokenizer.h"
 #include "swift/data/dataset_cache.h"
+#include "swift/hub/hub_flags.h"
+#include "swift/hub/hub_resolver.h"
 
 namespace fs = std::filesystem;
 
 namespace swift::recipes {
 
 int export_cached_dataset(const cli::Flags& flags) {
-  const fs::path model_dir = flags.str("model");
+  fs::path model_dir = flags.str("model");
   cli::Problems problems;
   const data::DataOptions options = data::data_options(flags, static_cast<uint64_t>(flags.integer("seed")), problems);
   problems.check(!model_dir.empty(), "swift export --to_cached_dataset true needs --model (its tokenizer encodes)",
@@ -33,6 +35,7 @@ int export_cached_dataset(const cli::Flags& flags) {
   problems.raise();
   fs::path output = flags.str("output_dir");
   if (output.empty()) output = model_dir.lexically_normal().string() + "-cached_dataset";
+  model_dir = hub::resolve_model(model_dir.string(), hub::hub_options(flags));  // org/name: the hub snapshot
   SWIFT_CHECK(flags.boolean("exist_ok") || !fs::exists(output), UsageError, "--output_dir " + output.string() + " already exists",
               "choose another --output_dir or pass --exist_ok true to replace it");
 

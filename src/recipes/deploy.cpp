@@ -168,8 +168,8 @@ int run_deploy(const std::vector<std::string>& args) {
   serve::ServiceOptions options;
   options.model_root = m.model_dir;
   options.model_id = o.served_model_name;
-  if (options.model_id.empty()) {
-    auto dir = fs::path(m.model_dir);
+  if (options.model_id.empty()) {  // the folder's name; a hub id's name (not its snapshot folder's, a commit)
+    auto dir = fs::path(o.model.model_given.empty() ? m.model_dir : o.model.model_given);
     options.model_id = (dir.has_filename() ? dir.filename() : dir.parent_path().filename()).string();
   }
   options.max_model_len = o.max_model_len > 0 ? o.max_model_len : default_max_model_len(m.model->config());

@@ -14,6 +14,8 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/data/data_options.h"
+#include "swift/hub/hub_flags.h"
+#include "swift/hub/hub_resolver.h"
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
@@ -32,7 +34,7 @@ namespace swift::recipes {
 std::vector<cli::FlagSpec> export_flags() {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"model", FlagType::kString, "", "Hugging Face model folder (config.json + *.safetensors)"},
+      {"model", FlagType::kString, "", "Hugging Face model folder (config.json + *.safetensors) or hub id (org/name)"},
       {"output_dir", FlagType::kString, "", "where to write the exported folder (default: <model>-export)"},
       {"max_shard_size", FlagType::kString, "5GB", "largest safetensors shard, e.g. 5GB, 500MB, 2GiB"},
       {"init_strategy", FlagType::kString, "",
@@ -53,6 +55,7 @@ std::vector<cli::FlagSpec> export_flags() {
     f.help = "--output_dir written quantized (bitsandbytes' format, loads in transformers): " + f.help;
     flags.push_back(f);
   }
+  for (auto& f : hub::hub_flags()) flags.push_back(f);  // --model as a hub id (org/name; docs/hub.md)
   for (auto& f : cli::common_flags()) flags.push_back(f);
   for (auto& f : flags)
     if (f.name == "device") f.default_value = "cpu";  // exporting is host work
@@ -117,6 +120,8 @@ ExportOptions export_options(const cli::Flags& flags, const std::string& device)
   o.base_quantization = o.adapters.empty() ? o.quantization
                                            : problems.collect([&] { return quant::quant_config_from_args(saved); },
                                                               std::optional<quant::QuantConfig>{});
+  // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.
+  if (problems.empty()) o.model_dir = problems.collect([&] { return hub::resolve_model(o.model_dir, hub::hub_options(flags)); }, o.model_dir);
   problems.raise();
   return o;
 }

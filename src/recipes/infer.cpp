@@ -132,14 +132,6 @@ std::vector<int64_t> prompt_ids(const Session& s, const templates::Conversation&
   return s.chat->encode_prompt(messages, s.enable_thinking, templates::PromptEnd::kAuto, tools);
 }
 
-// A --val_dataset row's `tools` (agent data), in the key order written when it is JSON text.
-templates::Tools row_tools(const nlohmann::json& row) {
-  const auto it = row.find("tools");
-  if (it == row.end() || it->is_null()) return {};
-  return templates::parse_tools(it->is_string() ? nlohmann::ordered_json(it->get<std::string>())
-                                                : nlohmann::ordered_json::parse(it->dump()));
-}
-
 // Sampling for one batch: new tokens capped by --max_model_len.
 model::SamplingParams params_for(const Session& s, int64_t longest_prompt, const std::string& where) {
   SWIFT_CHECK(longest_prompt < s.max_model_len, DataError,
@@ -235,7 +227,7 @@ int run_batch(Session& s, const InferOptions& o) {
       SWIFT_CHECK(!conversation.empty() && conversation.back().role != templates::Role::kSystem &&
                       (conversation.size() > 1 || conversation[0].role != templates::Role::kAssistant),
                   DataError, where + " has no user message to answer", "each row needs at least one user message");
-      const templates::Tools tools = with_context(where, [&] { return row_tools(rows[i]); });
+      const templates::Tools tools = with_context(where, [&] { return templates::row_tools(rows[i]); });
       ids.push_back(with_context(where, [&] { return prompt_ids(s, conversation, &tools); }));
       longest = std::max<int64_t>(longest, static_cast<int64_t>(ids.back().size()));
       prompts.push_back(std::move(conversation));
@@ -281,7 +273,7 @@ int run_scoring(Session& s, const InferOptions& o) {
     std::vector<data::Example> encoded;
     for (size_t i = start; i < end; ++i) {
       const std::string where = "--val_dataset row " + std::to_string(i + 1);
-      const templates::Tools tools = with_context(where, [&] { return row_tools(rows[i]); });
+      const templates::Tools tools = with_context(where, [&] { return templates::row_tools(rows[i]); });
       auto e = with_context(where, [&] { return s.chat->encode(templates::conversation_from_json(rows[i]["messages"]), &tools); });
       data::Example example;
       example.input_ids = std::move(e.input_ids);

@@ -2,6 +2,8 @@
 #include "swift/rlhf/rlhf_options.h"
 
 #include "swift/core/logging.h"
+#include "swift/hub/hub_flags.h"
+#include "swift/hub/hub_resolver.h"
 
 namespace swift::rlhf {
 
@@ -92,6 +94,7 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
   problems.raise();
+  o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
   // Pairs (labelled replies for kto), scored on the last reply unless said otherwise (orpo: every reply).
   data.row_kind = o.rlhf_type == "kto" ? templates::TemplateOptions::RowKind::kLabelledReply
                                        : templates::TemplateOptions::RowKind::kPreferencePair;

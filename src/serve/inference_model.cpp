@@ -8,15 +8,17 @@
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/hub/hub_flags.h"
+#include "swift/hub/hub_resolver.h"
 #include "swift/io/hf_config.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/family_registry.h"
 #include "swift/quant/quant_flags.h"
 #include "swift/quant/quantized_loading.h"
 #include "swift/serve/engine_flags.h"
+#include "swift/template/agent_template.h"
 #include "swift/template/select.h"
 #include "swift/template/template_meta.h"
-#include "swift/template/agent_template.h"
 #include "swift/tuners/lora.h"
 
 namespace fs = std::filesystem;
@@ -27,7 +29,7 @@ namespace swift::serve {
 std::vector<cli::FlagSpec> inference_model_flags() {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files)"},
+      {"model", FlagType::kString, "", "Hugging Face model folder (config.json, *.safetensors, tokenizer files) or hub id (org/name)"},
       {"adapters", FlagType::kList, "", "LoRA adapter folders (swift's checkpoints or any PEFT adapter); their args.json "
                                         "supplies --model, --template and --system when not given. deploy: name=path "
                                         "serves an adapter as model id `name` next to the base", {"ckpt_dir"}},
@@ -35,12 +37,13 @@ std::vector<cli::FlagSpec> inference_model_flags() {
       {"system", FlagType::kString, "", "system prompt (replaces the template's default)"},
       {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
       {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
-  };
-  for (auto& f : quant::quant_flags()) flags.push_back(f);
       {"agent_template", FlagType::kString, "",
        "how tools and tool calls are written and found in replies: hermes, llama3, react_en (default: the checkpoint's "
        "args.json, else the template's own)"},
+  };
+  for (auto& f : quant::quant_flags()) flags.push_back(f);
   for (auto& f : engine_flags()) flags.push_back(f);
+  for (auto& f : hub::hub_flags()) flags.push_back(f);  // --model as a hub id (org/name; docs/hub.md)
   return flags;
 }
 
@@ -102,21 +105,24 @@ InferenceOptions inference_options(const cli::Flags& flags, const std::string& d
                                          ? o.adapters
                                          : std::vector<std::string>{o.named_adapters[0].substr(o.named_adapters[0].find('=') + 1)});
   o.model_dir = arg_or(flags, saved, "model");
+  o.model_given = o.model_dir;
   problems.check(!o.model_dir.empty(), "swift " + o.command + " needs --model",
                  "e.g. swift " + o.command + " --model runs/quickstart/qwen3-tiny");
   o.notes = problems.collect([&] { return engine_notes(flags); }, std::vector<std::string>{});
   problems.check(o.adapters.size() <= 1, "--adapters takes one folder for now", "merge adapters with swift export first");
   o.checkpoint_dirs = o.adapters;
   o.template_name = flags.str("template");
+  o.agent_template = arg_or(flags, saved, "agent_template");
+  if (!o.agent_template.empty()) problems.collect([&] { return templates::parse_agent_template(o.agent_template); }, templates::AgentTemplate::kHermes);
   if (flags.given("system")) o.system = flags.str("system");
   else if (saved.contains("system") && saved["system"].is_string()) o.system = saved["system"].get<std::string>();
   o.use_chat_template = flags.boolean("use_chat_template");
-  o.agent_template = arg_or(flags, saved, "agent_template");
-  if (!o.agent_template.empty()) problems.collect([&] { return templates::parse_agent_template(o.agent_template); }, templates::AgentTemplate::kHermes);
   o.enable_thinking = problems.collect([&] { return optional_bool(flags, "enable_thinking"); }, std::optional<bool>{});
   o.torch_dtype = problems.collect([&] { return parse_dtype(flags.str("torch_dtype")); }, std::optional<c10::ScalarType>{});
   // A QLoRA adapter's base loads quantized as it was trained.
   o.quantization = problems.collect([&] { return quant::quant_config_for(flags, saved); }, std::optional<quant::QuantConfig>{});
+  // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.
+  if (problems.empty()) o.model_dir = problems.collect([&] { return hub::resolve_model(o.model_dir, hub::hub_options(flags)); }, o.model_dir);
   return o;
 }
 
@@ -152,12 +158,12 @@ InferenceModel load_inference_model(const InferenceOptions& o) {
   templates::TemplateOptions options;
   options.system = o.system;
   options.enable_thinking = o.enable_thinking;
+  if (!o.agent_template.empty()) options.agent_template = templates::parse_agent_template(o.agent_template);
   m.enable_thinking = options.enable_thinking;
   if (o.use_chat_template) {
     const auto* family = model::find_model_family(m.model->config().model_type, {});
     std::vector<fs::path> checkpoint_dirs(o.checkpoint_dirs.begin(), o.checkpoint_dirs.end());
     checkpoint_dirs.push_back(m.model_dir);
-  if (!o.agent_template.empty()) options.agent_template = templates::parse_agent_template(o.agent_template);
     const auto choice = templates::choose_template(o.template_name, checkpoint_dirs, family ? family->default_template : "",
                                                    "the default for model_type " + m.model->config().model_type);
     m.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *m.tokenizer, options);

@@ -4,6 +4,8 @@
 #include <limits>
 
 #include "swift/core/device.h"
+#include "swift/hub/hub_flags.h"
+#include "swift/hub/hub_resolver.h"
 #include "swift/quant/quant_flags.h"
 #include "swift/tuners/lora_options.h"
 
@@ -17,7 +19,6 @@ namespace {
 const std::vector<std::pair<std::string, std::string>>& flags_without_effect() {
   static const std::vector<std::pair<std::string, std::string>> kWhy = {
       {"dataloader_num_workers", "batches are assembled in-process; --dataset_num_proc sets the tokenising threads"},
-      {"use_hf", "models and datasets are local paths or swift's built-ins; nothing is downloaded"},
       {"report_to", "TensorBoard events are always written under the run folder's runs/"},
       {"model_type", "the architecture is read from the model folder's config.json"},
   };
@@ -56,7 +57,7 @@ void resolve_precision(const cli::Flags& flags, bool adapter, ModelOptions& m, c
 std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"model", FlagType::kString, "", "Hugging Face model folder to start from"},
+      {"model", FlagType::kString, "", "Hugging Face model folder, or hub id (org/name), to start from"},
       {"init_strategy", FlagType::kString, "", "train from scratch: initialise a folder that has only config.json"},
       {"train_type", FlagType::kString, d.pretrain ? "full" : "lora",
        "full, lora, or qlora (lora on a 4-bit NF4 base: --quant_method bnb --quant_bits 4)", {"tuner_type", "sft_type"}},
@@ -104,11 +105,11 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
   add({
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
-      {"use_hf", FlagType::kBool, "false", "accepted for ms-swift command lines; models and data are local paths or built-ins"},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
       {"model_type", FlagType::kString, "", "accepted for ms-swift command lines; the architecture comes from config.json"},
   });
   add(quant::quant_flags());
+  add(hub::hub_flags());  // --use_hf, --hub_token, --revision: --model and --dataset as hub ids (docs/hub.md)
   add(cli::common_flags());
   return flags;
 }
@@ -224,6 +225,9 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
   if (flags.boolean("use_ulysses") && o.parallel.sequence_parallel_size == 1)
     o.notes.push_back("--use_ulysses true on one rank: no sequence to split, every rank trains whole sequences");
+  // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.
+  if (problems.empty()) m.dir = problems.collect([&] { return hub::resolve_model(m.dir.string(), hub::hub_options(flags)); }, m.dir.string());
+  hub::redact_hub_token(o.args);
   return o;
 }
 

@@ -10,7 +10,8 @@ namespace swift {
 
 class Progress {
  public:
-  Progress(std::string label, int64_t total, bool enabled = true);
+  enum class Unit { kCount, kBytes };  // kBytes: "12.0 MiB/1.5 GiB" and a rate in bytes per second (downloads)
+  Progress(std::string label, int64_t total, bool enabled = true, Unit unit = Unit::kCount);
   ~Progress();
   void advance(int64_t n = 1);
   void finish();
@@ -21,6 +22,7 @@ class Progress {
   int64_t total_;
   int64_t done_ = 0;
   bool enabled_;
+  Unit unit_;
   bool tty_;
   bool finished_ = false;
   int last_decile_ = -1;

@@ -35,6 +35,7 @@ struct DataOptions {
   std::string truncation_strategy = "delete";   // its spelling, recorded in caches
   int num_proc = 1;                       // --dataset_num_proc: encoding threads
   uint64_t data_seed = 42;                // --data_seed, else --seed
+  hub::HubOptions hub;                    // --use_hf, --hub_token: for hub dataset ids (org/name)
   // Training commands only.
   bool packing = false;                   // --packing
   int64_t packing_length = 0;             // --packing_length. Default: 0, --max_length.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "swift/data/builtin_datasets.h"
+#include "swift/hub/hub_settings.h"
 
 namespace swift::data {
 
@@ -39,6 +40,7 @@ struct DatasetOptions {
   BuiltinOptions builtin;  // configures built-in datasets (builtin_datasets.h)
   // --columns: renames columns before normalisation, e.g. {"src": "query", "tgt": "response"}.
   std::map<std::string, std::string> columns;
+  hub::HubOptions hub;  // --use_hf, --hub_token: how a hub dataset id (org/name) is fetched (docs/hub.md)
 };
 
 // --columns JSON ('{"src": "query"}'); UsageError naming the flag when it is not an object of strings.
@@ -46,6 +48,11 @@ std::map<std::string, std::string> parse_columns(const std::string& text);
 
 // The files a spec's path names: the file itself, or a folder's .jsonl/.json/.csv/.txt files in name order.
 std::vector<std::filesystem::path> dataset_files(const std::filesystem::path& path);
+
+// The files a spec reads: none for a built-in, a local file or folder's (dataset_files), else a hub dataset id's
+// (`org/name`, `hf::org/name:subset`) training files in the hub cache, downloaded when needed. DataError naming
+// `flag` when it is none of these.
+std::vector<std::filesystem::path> spec_files(const DatasetSpec& spec, const DatasetOptions& options, const std::string& flag);
 
 // Applies --columns renames to a raw row (before normalise_row).
 nlohmann::json rename_columns(nlohmann::json row, const std::map<std::string, std::string>& columns);

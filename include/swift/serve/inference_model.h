@@ -52,6 +52,8 @@ struct InferenceOptions {
   std::optional<std::string> system;        // --system, else the checkpoint's
   bool use_chat_template = true;
   std::optional<bool> enable_thinking;      // unset: the template's default
+  std::string agent_template;               // --agent_template, else the checkpoint's ("": the template's own)
+  std::string model_given;                  // --model as given: a folder, or a hub id before it became one
   std::optional<c10::ScalarType> torch_dtype;  // unset: the checkpoint's
   std::optional<quant::QuantConfig> quantization;
   std::string device;                       // --device
