@@ -3,6 +3,7 @@
 #include "swift/data/dataset.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -440,6 +441,27 @@ std::vector<fs::path> spec_files(const DatasetSpec& spec, const DatasetOptions& 
               "give a local .jsonl/.json/.csv/.txt file, a folder of them, a hub dataset id (org/name), or a built-in "
               "dataset (" + builtin_dataset_names() + ")");
   return hub::resolve_dataset(*id, options.hub, flag);
+}
+
+void check_local_datasets(const std::vector<std::string>& specs, const std::string& flag) {
+  for (const auto& text : specs) {
+    const DatasetSpec spec = parse_dataset_spec(text, flag);
+    if (is_builtin_dataset(spec.path.string())) continue;
+    if (!fs::exists(spec.path)) {
+      if (hub::parse_dataset_id(spec.path.string())) continue;  // downloaded (or found in a cache) when read
+      throw DataError(flag + " " + spec.path.string() + " does not exist",
+                      "give a local .jsonl/.json/.csv/.txt file, a folder of them, a hub dataset id (org/name), or a "
+                      "built-in dataset (" + builtin_dataset_names() + ")");
+    }
+    for (const auto& file : dataset_files(spec.path)) {
+      std::ifstream in(file, std::ios::binary);
+      SWIFT_CHECK(in.good(), DataError, "cannot open dataset " + file.string(), "check the path and its permissions");
+      char c = 0;
+      bool content = false;
+      while (!content && in.get(c)) content = !std::isspace(static_cast<unsigned char>(c));
+      SWIFT_CHECK(content, DataError, "dataset " + file.string() + " has no rows", "check the file");
+    }
+  }
 }
 
 json rename_columns(json row, const std::map<std::string, std::string>& columns) {

@@ -10,6 +10,7 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/core/progress.h"
+#include "swift/data/dataset.h"
 #include "swift/data/training_rows.h"
 #include "swift/model/parameter_layout.h"
 #include "swift/quant/quant_config.h"
@@ -146,6 +147,10 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   // does, the same on every rank) or two runs of the same command differ.
   torch::manual_seed(options.seed);
 
+  // The data files are read after the model (they are encoded with its tokenizer); a missing or empty one is
+  // reported before minutes of loading.
+  data::check_local_datasets(options.data.datasets, "--dataset");
+  data::check_local_datasets(options.data.val_datasets, "--val_dataset");
   // Build the model, then the data it is encoded for, then what the command trains it for.
   TrainingModel policy = build_training_model(options, hooks, *parallel);
   const int64_t batch = options.loop.per_device_train_batch_size;

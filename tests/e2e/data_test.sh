@@ -107,4 +107,12 @@ run stream_packing 2 "$SWIFT" sft "${stream[@]}" --packing true --output_dir "$T
 run stream_broken 3 "$SWIFT" sft "${stream[@]/$TMP\/d.jsonl/$TMP/broken.jsonl}" --shuffle_buffer_size 1 --output_dir "$TMP/x10"
 has stream_broken "broken.jsonl:4" err
 
+# A missing or empty data file is reported before the model loads (no "parameters:" line yet), exit 3.
+: > "$TMP/empty.jsonl"
+run empty_file 3 "$SWIFT" sft --model "$TMP/m" --dataset "$TMP/empty.jsonl" --output_dir "$TMP/x11"
+has empty_file "has no rows" err
+grep -q "parameters:" "$TMP/err" && bad "the empty dataset was found only after the model loaded" || ok
+run missing_val 3 "$SWIFT" sft --model "$TMP/m" --dataset "$TMP/d.jsonl" --val_dataset "$TMP/nope.jsonl" --output_dir "$TMP/x12"
+has missing_val "--val_dataset $TMP/nope.jsonl does not exist" err
+
 finish data

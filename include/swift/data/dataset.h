@@ -54,6 +54,11 @@ std::vector<std::filesystem::path> dataset_files(const std::filesystem::path& pa
 // `flag` when it is none of these.
 std::vector<std::filesystem::path> spec_files(const DatasetSpec& spec, const DatasetOptions& options, const std::string& flag);
 
+// Before anything heavy is loaded: every local file of `specs` exists and holds something (a DataError naming it
+// otherwise, as reading it would give minutes later, after the model). Built-ins and hub ids pass (they are read
+// or downloaded when the rows are loaded).
+void check_local_datasets(const std::vector<std::string>& specs, const std::string& flag);
+
 // Applies --columns renames to a raw row (before normalise_row).
 nlohmann::json rename_columns(nlohmann::json row, const std::map<std::string, std::string>& columns);
 
