@@ -1,6 +1,7 @@
 // --optim, --use_galore and the --galore_* flags (see optimizer_options.h).
 #include "swift/train/optimizer_options.h"
 
+#include <cmath>
 #include <map>
 #include <sstream>
 
@@ -103,7 +104,8 @@ std::optional<GaLoreOptions> galore_options(const cli::Flags& flags, bool full_t
   o.settings.projection = problems.collect([&] { return parse_galore_projection(projection); }, GaLoreProjection::kStd);
   problems.at_least("galore_rank", o.settings.rank, 1, "e.g. 128");
   problems.at_least("galore_update_proj_gap", o.settings.update_proj_gap, 1, "e.g. 50 (steps)");
-  problems.in_range("galore_scale", o.settings.scale, 0, 1e6, "e.g. 1.0", /*min_open=*/true);
+  problems.check(std::isfinite(o.settings.scale) && o.settings.scale > 0,
+                 "--galore_scale must be a positive number, got " + std::to_string(o.settings.scale), "e.g. 1.0");
   o.target_modules = flags.list("galore_target_modules");
   o.with_embedding = flags.boolean("galore_with_embedding");
   return o;
