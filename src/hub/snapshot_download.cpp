@@ -164,10 +164,10 @@ int64_t bytes_of(const std::vector<const RemoteFile*>& files) {
   return total;
 }
 
-std::unique_ptr<Progress> make_progress(const RepoListing& listing, const std::vector<const RemoteFile*>& todo,
+std::unique_ptr<Progress> make_progress(const RepoListing& listing, const std::vector<const RemoteFile*>& to_fetch,
                                         const std::string& endpoint, const fs::path& into, const DownloadSettings& settings) {
-  const int64_t total = bytes_of(todo);
-  log_info("downloading ", todo.size(), " file", todo.size() == 1 ? "" : "s", " (", format_bytes(static_cast<double>(total)),
+  const int64_t total = bytes_of(to_fetch);
+  log_info("downloading ", to_fetch.size(), " file", to_fetch.size() == 1 ? "" : "s", " (", format_bytes(static_cast<double>(total)),
            ") of ", repo_type_name(listing.type), " ", listing.repo_id, " from ", hub_name(listing.hub), " (", endpoint,
            ") into ", into.string());
   return std::make_unique<Progress>("downloading " + listing.repo_id, total, settings.progress, Progress::Unit::kBytes);
@@ -183,11 +183,11 @@ fs::path download_to_hf_cache(const HfCacheLayout& cache, const RepoListing& lis
   std::vector<std::string> etags;
   for (const auto& f : files)
     etags.push_back(!f.blob_id.empty() ? f.blob_id : hf_fetch_etag(http, f, endpoint, type, id, listing.commit));
-  std::vector<const RemoteFile*> todo;
+  std::vector<const RemoteFile*> to_fetch;
   for (size_t i = 0; i < files.size(); ++i)
-    if (!fs::exists(cache.blob(type, id, etags[i]))) todo.push_back(&files[i]);
+    if (!fs::exists(cache.blob(type, id, etags[i]))) to_fetch.push_back(&files[i]);
   std::unique_ptr<Progress> progress;
-  if (!todo.empty()) progress = make_progress(listing, todo, endpoint, cache.repo_dir(type, id), settings);
+  if (!to_fetch.empty()) progress = make_progress(listing, to_fetch, endpoint, cache.repo_dir(type, id), settings);
   for (size_t i = 0; i < files.size(); ++i) {
     const RemoteFile& f = files[i];
     const fs::path blob = cache.blob(type, id, etags[i]);
@@ -229,15 +229,15 @@ fs::path download_to_modelscope_cache(const ModelScopeCacheLayout& cache, const 
     const fs::path target = folder / f.path;
     return fs::exists(target) && (!f.size || size_or_zero(target) == *f.size);
   };
-  std::vector<const RemoteFile*> todo;
+  std::vector<const RemoteFile*> to_fetch;
   for (const auto& f : files)
-    if (!in_place(f)) todo.push_back(&f);
-  if (todo.empty()) return folder;
-  auto progress = make_progress(listing, todo, endpoint, folder, settings);
+    if (!in_place(f)) to_fetch.push_back(&f);
+  if (to_fetch.empty()) return folder;
+  auto progress = make_progress(listing, to_fetch, endpoint, folder, settings);
   // Each file is checked as "<file>.incomplete" and keeps that name until all are: a failed run never leaves a
   // folder that looks whole.
   std::vector<std::pair<fs::path, fs::path>> finished;
-  for (const RemoteFile* f : todo) {
+  for (const RemoteFile* f : to_fetch) {
     const fs::path target = folder / f->path;
     FileLock lock(cache.file_lock(type, id, f->path), id + "/" + f->path);
     if (in_place(*f)) continue;
