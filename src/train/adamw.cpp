@@ -5,11 +5,10 @@
 #include <ATen/core/grad_mode.h>
 
 #include <algorithm>
-#include <map>
-#include <tuple>
 
 #include "swift/core/error.h"
 #include "swift/io/safetensors.h"
+#include "swift/train/fused_adamw_batch.h"
 #include "swift/train/optimizer_state_file.h"
 
 namespace swift::train {
@@ -45,33 +44,16 @@ void AdamW::init_state(Slot& slot) const {
 
 void AdamW::step() {
   const at::NoGradGuard no_grad;
-  // The kernel takes one weight decay per call and tensors of one device and dtype: bucket by all three.
-  struct Bucket {
-    std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
-  };
-  std::map<std::tuple<double, int, int, int>, Bucket> buckets;
+  FusedAdamWBatch batch;
   for (auto& slot : slots_) {
     const at::Tensor& grad = slot.param.grad();
     if (!grad.defined()) continue;
     SWIFT_ASSERT(!grad.is_sparse(), "AdamW: sparse gradient for " + slot.name);
     if (!slot.exp_avg.defined()) init_state(slot);
-    const at::Tensor& target = offload_ ? slot.master : slot.param;
-    const auto device = target.device();
-    auto& b = buckets[{slot.weight_decay, static_cast<int>(device.type()), device.index(),
-                       static_cast<int>(target.scalar_type())}];
-    b.params.push_back(target);
-    b.grads.push_back(offload_ ? grad.to(*offload_, at::kFloat) : grad);
-    b.exp_avgs.push_back(slot.exp_avg);
-    b.exp_avg_sqs.push_back(slot.exp_avg_sq);
-    b.steps.push_back(slot.step);
+    batch.add(slot.weight_decay, hyper_.eps, offload_ ? slot.master : slot.param,
+              offload_ ? grad.to(*offload_, at::kFloat) : grad, slot.exp_avg, slot.exp_avg_sq, slot.step);
   }
-  for (auto& [key, b] : buckets) {
-    // PyTorch advances the step counters before the kernel, which reads them for bias correction.
-    at::_foreach_add_(b.steps, 1.0);
-    at::_fused_adamw_(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, b.steps, lr(),
-                      hyper_.beta1, hyper_.beta2, std::get<0>(key), hyper_.eps, /*amsgrad=*/false,
-                      /*maximize=*/false);
-  }
+  batch.run(lr(), hyper_.beta1, hyper_.beta2, /*advance_steps=*/true);
   if (offload_)  // the updated masters back into the parameters (their device and dtype)
     for (auto& slot : slots_)
       if (slot.param.grad().defined()) slot.param.detach().copy_(slot.master);

@@ -5,11 +5,10 @@
 #include <ATen/core/grad_mode.h>
 
 #include <cmath>
-#include <map>
-#include <tuple>
 
 #include "swift/core/error.h"
 #include "swift/io/safetensors.h"
+#include "swift/train/fused_adamw_batch.h"
 #include "swift/train/optimizer_state_file.h"
 
 namespace swift::train {
@@ -37,11 +36,8 @@ void GaLoreAdamW::step() {
   // Unprojected parameters (the embeddings above all) go through LibTorch's fused AdamW kernel: one pass over
   // each instead of eight. Its update lr / bc1 * m / (sqrt(v) / sqrt(bc2) + eps') equals galore-torch's
   // lr * sqrt(bc2) / bc1 * m / (sqrt(v) + eps) for eps' = eps / sqrt(bc2); the kernel runs without weight decay,
-  // which galore-torch applies after the update (below). Bucketed by what the kernel takes once per call.
-  struct Bucket {
-    std::vector<at::Tensor> params, grads, exp_avgs, exp_avg_sqs, steps;
-  };
-  std::map<std::tuple<int64_t, int, int, int>, Bucket> fused;
+  // which galore-torch applies after the update (below).
+  FusedAdamWBatch fused;
   std::vector<Slot*> decayed;
   for (auto& slot : slots_) {
     at::Tensor grad = slot.param.grad();
@@ -54,13 +50,9 @@ void GaLoreAdamW::step() {
         slot.exp_avg_sq = at::zeros_like(slot.param, at::MemoryFormat::Preserve);
       }
       slot.step += 1;
-      const auto device = slot.param.device();
-      auto& b = fused[{slot.step, static_cast<int>(device.type()), device.index(), static_cast<int>(slot.param.scalar_type())}];
-      b.params.push_back(slot.param);
-      b.grads.push_back(grad);
-      b.exp_avgs.push_back(slot.exp_avg);
-      b.exp_avg_sqs.push_back(slot.exp_avg_sq);
-      b.steps.push_back(at::full({}, static_cast<double>(slot.step), slot.param.options().dtype(at::kFloat)));
+      const double n = static_cast<double>(slot.step);
+      fused.add(/*weight_decay=*/0.0, hyper_.eps / std::sqrt(1.0 - std::pow(beta2, n)), slot.param, grad, slot.exp_avg,
+                slot.exp_avg_sq, at::full({}, n, slot.param.options().dtype(at::kFloat)));
       continue;
     }
     // Projected: galore-torch's steps one by one (the tensors are low-rank; the matrices pass twice).
@@ -77,11 +69,7 @@ void GaLoreAdamW::step() {
     const double step_size = lr * std::sqrt(1.0 - std::pow(beta2, n)) / (1.0 - std::pow(beta1, n));
     slot.param.add_(slot.projector->project_back(slot.exp_avg / denom), -step_size);
   }
-  for (auto& [key, b] : fused) {
-    const double eps = hyper_.eps / std::sqrt(1.0 - std::pow(beta2, static_cast<double>(std::get<0>(key))));
-    at::_fused_adamw_(b.params, b.grads, b.exp_avgs, b.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, b.steps, lr, beta1, beta2,
-                      /*weight_decay=*/0.0, eps, /*amsgrad=*/false, /*maximize=*/false);
-  }
+  fused.run(lr, beta1, beta2, /*advance_steps=*/false);
   // galore-torch's decoupled weight decay, after the update: p -= lr * wd * p.
   for (Slot* slot : decayed) slot->param.add_(slot->param, -lr * slot->weight_decay);
 }
