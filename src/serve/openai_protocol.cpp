@@ -174,12 +174,13 @@ templates::Conversation parse_messages(const json& j) {
     if (*role == templates::Role::kAssistant && present(m, "tool_calls")) {
       const std::string param = where + ".tool_calls";
       if (!m["tool_calls"].is_array()) bad(param, "'" + param + "' must be a list of tool calls");
-      for (const auto& call : m["tool_calls"]) {
-        const json& f = call.is_object() && call.contains("function") ? call["function"] : call;
-        if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
-          bad(param, "'" + param + "': each call needs function.name");
-        const json args = f.contains("arguments") ? f["arguments"] : json::object();
-        msg.tool_calls.push_back({f["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+      for (size_t k = 0; k < m["tool_calls"].size(); ++k) {
+        const std::string at = param + "[" + std::to_string(k) + "]";
+        try {
+          msg.tool_calls.push_back(templates::tool_call_from_json(m["tool_calls"][k], at));
+        } catch (const DataError& e) {
+          bad(at, e.message());
+        }
       }
     }
     if (present(m, "reasoning_content") && m["reasoning_content"].is_string())

@@ -33,8 +33,8 @@ std::string arguments_text(const nlohmann::json& arguments) {
   return arguments.is_null() ? "{}" : arguments.dump();
 }
 
-// One call: OpenAI's {"function": {"name", "arguments"}} (or the function itself), or ms-swift's tool_call content
-// {"name", "arguments" | "parameters"} (an object or its JSON text).
+}  // namespace
+
 ToolCall tool_call_from_json(const nlohmann::json& raw, const std::string& where) {
   nlohmann::json call = raw;
   if (call.is_string()) call = nlohmann::json::parse(call.get<std::string>(), nullptr, false);
@@ -46,8 +46,6 @@ ToolCall tool_call_from_json(const nlohmann::json& raw, const std::string& where
                                                                                                        : nlohmann::json();
   return ToolCall{call["name"].get<std::string>(), arguments_text(arguments)};
 }
-
-}  // namespace
 
 Conversation conversation_from_json(const nlohmann::json& messages) {
   SWIFT_CHECK(messages.is_array(), DataError,

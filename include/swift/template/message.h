@@ -51,6 +51,10 @@ std::optional<Role> parse_role(std::string_view name);
 Conversation conversation_from_json(const nlohmann::json& messages);
 nlohmann::json conversation_to_json(const Conversation& messages);
 
+// One tool call: OpenAI's {"function": {"name", "arguments"}} (or the function itself), or ms-swift's tool_call
+// content {"name", "arguments" | "parameters"} (an object or its JSON text). DataError naming `where` otherwise.
+ToolCall tool_call_from_json(const nlohmann::json& call, const std::string& where);
+
 // How an inference prompt ends (vLLM's and transformers' add_generation_prompt / continue_final_message).
 enum class PromptEnd {
   kAuto,              // ms-swift: a final assistant message is continued, else the next reply is opened
