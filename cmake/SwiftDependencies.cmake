@@ -58,6 +58,13 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+# Parquet datasets (src/parquet/): the page codecs writers use, each from Debian (docs/building.md says why the
+# format itself is read here): Snappy (pyarrow's default), zstd, zlib (GZIP), Brotli, LZ4 (LZ4_RAW).
+pkg_check_modules(SNAPPY REQUIRED IMPORTED_TARGET snappy)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(ZLIB REQUIRED IMPORTED_TARGET zlib)
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
+pkg_check_modules(LZ4 REQUIRED IMPORTED_TARGET liblz4)
 # The run folder's pictures (images/*.png): Cairo draws antialiased lines and text and writes the PNG
 # (Debian libcairo2-dev; docs/building.md says why). Found by its header and library rather than pkg-config,
 # whose cairo.pc requires the -dev packages of its whole chain (X11, glib, ...): an offline build then carries

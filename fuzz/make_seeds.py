@@ -180,10 +180,19 @@ def openai_seeds():
     write(h, "completion_strings", j({"model": "m", "prompt": ["a", "b"], "temperature": 0, "max_tokens": 1e999}))
 
 
+# --- Parquet files: the smallest of the reader's test files (tests/parquet/make_parquet_cases.py writes them)
+def parquet_seeds():
+    assets = os.path.join(ROOT, "..", "tests", "assets", "parquet")
+    for name in ["query_response.parquet", "nested_v2.parquet", "delta_encodings_v1.parquet", "scalars_v2_zstd.parquet",
+                 "chat_gzip_v2.parquet"]:
+        with open(os.path.join(assets, name), "rb") as f:
+            write("fuzz_parquet", name, f.read())
+
+
 if __name__ == "__main__":
     shutil.rmtree(CORPUS, ignore_errors=True)
     for make in (safetensors_seeds, safetensors_index_seeds, tokenizer_seeds, tokenizer_config_seeds, template_seeds,
-                 dataset_seeds, flags_seeds, openai_seeds):
+                 dataset_seeds, flags_seeds, openai_seeds, parquet_seeds):
         make()
     for h in sorted(os.listdir(CORPUS)):
         files = os.listdir(os.path.join(CORPUS, h))

@@ -18,7 +18,9 @@ PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev
   libbsd0 libmd0 libxext6 libxrender1
   # Hub downloads (src/hub/, docs/hub.md): libcurl with OpenSSL, and the libraries libcurl4 loads beyond Debian's base.
   libcurl4-openssl-dev libcurl4 libssl-dev libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0
-  libsasl2-2 libsasl2-modules-db libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1)
+  libsasl2-2 libsasl2-modules-db libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1
+  # Parquet datasets' page codecs (src/parquet/): zstd, zlib and LZ4's runtime libraries are in Debian's base.
+  libsnappy-dev libsnappy1v5 libzstd-dev zlib1g-dev libbrotli-dev liblz4-dev)
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

@@ -22,7 +22,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 APT_PACKAGES=(build-essential cmake ninja-build ccache pkg-config python3-venv python3-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev libboost-dev libyaml-cpp-dev libjemalloc-dev libcairo2-dev libgloo-dev
-  libcurl4-openssl-dev libssl-dev)  # the last two: hub downloads (docs/hub.md)
+  libcurl4-openssl-dev libssl-dev  # hub downloads (docs/hub.md)
+  libsnappy-dev libzstd-dev zlib1g-dev libbrotli-dev liblz4-dev)  # Parquet datasets' page codecs
 # --tests: curl (the deploy suites wait for /health with it), clang and libFuzzer (scripts/fuzz.sh)
 if [ "$WITH_TESTS" = 1 ]; then APT_PACKAGES+=(curl clang libfuzzer-14-dev); fi
 

@@ -11,6 +11,7 @@
 
 #include "swift/core/error.h"
 #include "swift/hub/hub_resolver.h"
+#include "swift/parquet/parquet_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -247,7 +248,7 @@ DatasetSpec parse_dataset_spec(const std::string& text, const std::string& flag)
     spec.sample = std::stoll(n);
     path = text.substr(0, hash);
   }
-  SWIFT_CHECK(!path.empty(), UsageError, flag + " '" + text + "' names no file", "give a .jsonl, .json or .csv path");
+  SWIFT_CHECK(!path.empty(), UsageError, flag + " '" + text + "' names no file", "give a .jsonl, .json, .csv or .parquet path");
   spec.path = path;
   return spec;
 }
@@ -255,7 +256,7 @@ DatasetSpec parse_dataset_spec(const std::string& text, const std::string& flag)
 std::vector<json> read_rows(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   SWIFT_CHECK(in.good(), DataError, "cannot open dataset " + path.string(),
-              "check the path (datasets are local .jsonl, .json or .csv files)");
+              "check the path (datasets are local .jsonl, .json, .csv or .parquet files)");
   const std::string ext = lower(path.extension().string());
   std::vector<json> rows;
   if (ext == ".jsonl") {
@@ -287,6 +288,8 @@ std::vector<json> read_rows(const fs::path& path) {
     }
   } else if (ext == ".csv") {
     rows = read_csv(path, in);
+  } else if (ext == ".parquet") {
+    rows = parquet::read_parquet_file(path);
   } else if (ext == ".txt") {  // plain text for pretraining: one row a non-empty line
     std::string line;
     while (std::getline(in, line)) {
@@ -295,7 +298,7 @@ std::vector<json> read_rows(const fs::path& path) {
     }
   } else {
     throw DataError("dataset " + path.string() + " has an unsupported extension '" + ext + "'",
-                    "use .jsonl, .json, .csv or .txt");
+                    "use .jsonl, .json, .csv, .parquet or .txt");
   }
   return rows;
 }
@@ -424,11 +427,11 @@ std::vector<fs::path> dataset_files(const fs::path& path) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(path)) {
     const std::string ext = lower(entry.path().extension().string());
-    if (entry.is_regular_file() && (ext == ".jsonl" || ext == ".json" || ext == ".csv" || ext == ".txt"))
+    if (entry.is_regular_file() && (ext == ".jsonl" || ext == ".json" || ext == ".csv" || ext == ".parquet" || ext == ".txt"))
       files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  SWIFT_CHECK(!files.empty(), DataError, "dataset folder " + path.string() + " has no .jsonl/.json/.csv/.txt files",
+  SWIFT_CHECK(!files.empty(), DataError, "dataset folder " + path.string() + " has no .jsonl/.json/.csv/.parquet/.txt files",
               "point --dataset at the files or a folder holding them");
   return files;
 }
@@ -438,7 +441,7 @@ std::vector<fs::path> spec_files(const DatasetSpec& spec, const DatasetOptions& 
   if (fs::exists(spec.path)) return dataset_files(spec.path);
   const auto id = hub::parse_dataset_id(spec.path.string());
   SWIFT_CHECK(id.has_value(), DataError, flag + " " + spec.path.string() + " does not exist",
-              "give a local .jsonl/.json/.csv/.txt file, a folder of them, a hub dataset id (org/name), or a built-in "
+              "give a local .jsonl/.json/.csv/.parquet/.txt file, a folder of them, a hub dataset id (org/name), or a built-in "
               "dataset (" + builtin_dataset_names() + ")");
   return hub::resolve_dataset(*id, options.hub, flag);
 }
@@ -450,7 +453,7 @@ void check_local_datasets(const std::vector<std::string>& specs, const std::stri
     if (!fs::exists(spec.path)) {
       if (hub::parse_dataset_id(spec.path.string())) continue;  // downloaded (or found in a cache) when read
       throw DataError(flag + " " + spec.path.string() + " does not exist",
-                      "give a local .jsonl/.json/.csv/.txt file, a folder of them, a hub dataset id (org/name), or a "
+                      "give a local .jsonl/.json/.csv/.parquet/.txt file, a folder of them, a hub dataset id (org/name), or a "
                       "built-in dataset (" + builtin_dataset_names() + ")");
     }
     for (const auto& file : dataset_files(spec.path)) {

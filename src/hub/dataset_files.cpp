@@ -193,12 +193,12 @@ bool glob_match(const std::string& pattern, const std::string& path) {
 
 bool is_readable_data_file(const std::string& path) {
   const std::string p = lower(path);
-  return ends_with(p, ".jsonl") || ends_with(p, ".json") || ends_with(p, ".csv");
+  return ends_with(p, ".jsonl") || ends_with(p, ".json") || ends_with(p, ".csv") || ends_with(p, ".parquet");
 }
 
 bool is_unsupported_data_file(const std::string& path) {
   const std::string p = lower(path);
-  for (const char* ext : {".parquet", ".arrow", ".jsonl.gz", ".json.gz", ".csv.gz", ".zst", ".zip", ".tar", ".tsv"})
+  for (const char* ext : {".arrow", ".jsonl.gz", ".json.gz", ".csv.gz", ".zst", ".zip", ".tar", ".tsv"})
     if (ends_with(p, ext)) return true;
   return false;
 }
@@ -262,10 +262,10 @@ std::vector<std::string> select_dataset_files(const std::vector<std::string>& re
   SWIFT_CHECK(unsupported.empty() || !readable.empty(), DataError,
               "dataset " + repo_id + " keeps its rows in " + unsupported.front() +
                   (unsupported.size() > 1 ? " (and " + std::to_string(unsupported.size() - 1) + " more)" : "") +
-                  ": swift reads .jsonl, .json and .csv, not Parquet, Arrow or compressed files",
-              "convert it once, e.g. `python -c \"import pandas; pandas.read_parquet('x.parquet').to_json('x.jsonl', "
-              "orient='records', lines=True, force_ascii=False)\"`, and pass the .jsonl file");
-  SWIFT_CHECK(!readable.empty(), DataError, "dataset " + repo_id + " has no training files (.jsonl, .json or .csv)",
+                  ": swift reads .jsonl, .json, .csv and .parquet, not Arrow or compressed files",
+              "convert it once, e.g. `python -c \"import datasets; datasets.Dataset.from_file('x.arrow').to_json('x.jsonl', "
+              "force_ascii=False)\"`, and pass the .jsonl file");
+  SWIFT_CHECK(!readable.empty(), DataError, "dataset " + repo_id + " has no training files (.jsonl, .json, .csv or .parquet)",
               "check the id; a dataset defined by a loading script (.py) cannot be read by swift");
   return readable;
 }

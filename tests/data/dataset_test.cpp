@@ -76,7 +76,9 @@ TEST(Dataset, ReadsJsonlJsonCsvAndSamples) {
   }
   std::ofstream(tmp / "bad.csv") << "a,b\n1,2,3\n";
   EXPECT_THROW(data::read_rows(tmp / "bad.csv"), DataError);
-  EXPECT_THROW(data::read_rows(tmp / "x.parquet"), DataError);
+  EXPECT_THROW(data::read_rows(tmp / "x.parquet"), DataError);  // missing
+  std::ofstream(tmp / "text.parquet") << R"({"query": "1", "response": "a"})" << "\n";
+  EXPECT_THROW(data::read_rows(tmp / "text.parquet"), DataError);  // not Parquet
   // Numbers beyond a double (found by fuzzing; the .json reader let nlohmann's out_of_range escape).
   std::ofstream(tmp / "huge.json") << R"([{"query": 3333333e3336333, "response": "a"}])";
   EXPECT_THROW(data::read_rows(tmp / "huge.json"), DataError);

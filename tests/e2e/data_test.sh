@@ -3,7 +3,8 @@
 #  - export --to_cached_dataset writes DIR/train + DIR/val; training from the cache logs the same losses as
 #    training from the rows with the same seed; a cache of another tokenizer/template or a corrupt one is refused;
 #  - --lazy_tokenize logs the same losses as eager encoding;
-#  - --streaming needs --max_steps; resuming a streamed run equals the uninterrupted run bit for bit.
+#  - --streaming needs --max_steps; resuming a streamed run equals the uninterrupted run bit for bit;
+#  - a Parquet dataset trains exactly as its rows in JSON Lines.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -114,5 +115,25 @@ has empty_file "has no rows" err
 grep -q "parameters:" "$TMP/err" && bad "the empty dataset was found only after the model loaded" || ok
 run missing_val 3 "$SWIFT" sft --model "$TMP/m" --dataset "$TMP/d.jsonl" --val_dataset "$TMP/nope.jsonl" --output_dir "$TMP/x12"
 has missing_val "--val_dataset $TMP/nope.jsonl does not exist" err
+
+# Parquet: the rows of a .parquet file train exactly as the same rows in .jsonl (the vendored chat file, several row
+# groups and pages; its rows as pyarrow reads them are in expected.json); a folder of Parquet files works too, and
+# a damaged file is an error naming it.
+PQ="$ROOT/tests/assets/parquet"
+"$PY" - "$PQ/expected.json" "$TMP/chat.jsonl" <<'P'
+import json, sys
+cases = json.load(open(sys.argv[1]))
+with open(sys.argv[2], "w") as f:
+    for row in cases["tables"][cases["files"]["chat_default.parquet"]]:
+        f.write(json.dumps(row, ensure_ascii=False) + "\n")
+P
+run parquet_rows 0 "$SWIFT" sft "${common[@]}" --dataset "$PQ/chat_default.parquet" --split_dataset_ratio 0.1 --output_dir "$TMP/pq"
+run parquet_jsonl 0 "$SWIFT" sft "${common[@]}" --dataset "$TMP/chat.jsonl" --split_dataset_ratio 0.1 --output_dir "$TMP/pq_jsonl"
+same_losses "$TMP/pq/logging.jsonl" "$TMP/pq_jsonl/logging.jsonl" && ok || bad "a Parquet dataset trains unlike its rows in JSON Lines"
+mkdir -p "$TMP/pq_folder" && cp "$PQ/chat_zstd_v2.parquet" "$PQ/query_response.parquet" "$TMP/pq_folder/"
+run parquet_folder 0 "$SWIFT" sft "${common[@]}" --max_steps 2 --dataset "$TMP/pq_folder#30" --output_dir "$TMP/pq_f"
+head -c 3000 "$PQ/chat_default.parquet" > "$TMP/cut.parquet"
+run parquet_cut 3 "$SWIFT" sft "${common[@]}" --dataset "$TMP/cut.parquet" --output_dir "$TMP/x13"
+has parquet_cut "cut.parquet: the file is cut short" err
 
 finish data

@@ -8,7 +8,7 @@
 #  - a private repository needs HF_TOKEN / --hub_token (sent as Bearer; kept out of args.json);
 #  - --revision (and --model_revision) pick another commit; offline with an empty cache names the id and the paths;
 #  - ModelScope (the default hub, MODELSCOPE_DOMAIN) into its cache layout, which modelscope then finds; --use_hf true
-#    and "hf::" choose Hugging Face; Parquet datasets refused clearly;
+#    and "hf::" choose Hugging Face; Parquet datasets read, Arrow ones refused clearly;
 #  - the server stopped: infer from the caches alone, `org/data#3` giving 3 rows.
 set -uo pipefail
 SWIFT="$1"
@@ -23,7 +23,7 @@ unset HF_TOKEN HUGGING_FACE_HUB_TOKEN MODELSCOPE_API_TOKEN HF_HUB_OFFLINE TRANSF
 export HF_HUB_DISABLE_TELEMETRY=1 SWIFT_HUB_CONNECT_TIMEOUT=5 HF_HUB_DOWNLOAD_TIMEOUT=10
 
 # The repositories: a tiny model at two commits (v2 adds a marked generation_config.json), a private copy, a dataset
-# with train and test files, a Parquet-only dataset.
+# with train and test files, a Parquet dataset with train and test splits, an Arrow-only one.
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --output_dir "$TMP/tiny" >/dev/null 2>&1 \
   || { bad "cannot export the tiny model"; finish hub; exit 1; }
 HUB="$TMP/hub"
@@ -46,8 +46,12 @@ done > "$TMP/data/data/train-00000-of-00001.jsonl"
 printf '{"messages": [{"role": "user", "content": "held out"}, {"role": "assistant", "content": "x"}]}\n' > "$TMP/data/data/test-00000-of-00001.jsonl"
 printf '# a dataset card\n' > "$TMP/data/README.md"
 repo datasets org/data "$C1" "$TMP/data" main master
-mkdir -p "$TMP/pq/data"; head -c 4096 /dev/urandom > "$TMP/pq/data/train-00000-of-00001.parquet"
+mkdir -p "$TMP/pq/data" "$TMP/arrow/data/train"
+cp "$ROOT/tests/assets/parquet/chat_default.parquet" "$TMP/pq/data/train-00000-of-00001.parquet"
+cp "$ROOT/tests/assets/parquet/query_response.parquet" "$TMP/pq/data/test-00000-of-00001.parquet"
 repo datasets org/pq "$C1" "$TMP/pq" main master
+head -c 4096 /dev/urandom > "$TMP/arrow/data/train/data-00000-of-00001.arrow"
+repo datasets org/arrow "$C1" "$TMP/arrow" main master
 
 "$PY" "$ROOT/tests/e2e/fake_hub.py" "$HUB" "$TMP/port" >"$TMP/server.log" 2>&1 &
 SERVER_PID=$!
@@ -184,10 +188,15 @@ run hf_prefix 0 hub pfx "$SWIFT" infer --model "$TMP/tiny" --val_dataset hf::org
 [ -d "$TMP/pfx-hf/hub/datasets--org--data/snapshots/$C1" ] && [ "$(wc -l < "$TMP/answers_pfx.jsonl")" = 2 ] && ok \
   || bad "hf::org/data#2 did not come from Hugging Face"
 
-# 8. Parquet is refused before anything is downloaded.
-run parquet 3 hub main env USE_HF=1 "$SWIFT" sft --model org/tiny --dataset org/pq "${sft_args[@]}" --output_dir "$TMP/run_pq"
-has parquet_message "Parquet" err
-grep -q 'train-00000-of-00001.parquet' "$LOG" && bad "the Parquet file was downloaded" || ok
+# 8. Parquet (the Hub's usual layout, served from its CDN as LFS files): the train split is downloaded and trained on,
+#    the test split is not; Arrow files are refused before anything is downloaded.
+run parquet 0 hub main env USE_HF=1 "$SWIFT" sft --model org/tiny --dataset org/pq#4 "${sft_args[@]}" --output_dir "$TMP/run_pq"
+ls "$TMP"/run_pq/v0-*/checkpoint-1/adapter_config.json >/dev/null 2>&1 && ok || bad "no checkpoint from the Parquet dataset"
+grep -q 'train-00000-of-00001.parquet' "$LOG" && ok || bad "the Parquet train file was not downloaded"
+grep -q 'test-00000-of-00001.parquet' "$LOG" && bad "the Parquet test split was downloaded" || ok
+run arrow 3 hub main env USE_HF=1 "$SWIFT" sft --model org/tiny --dataset org/arrow "${sft_args[@]}" --output_dir "$TMP/run_arrow"
+has arrow_message "not Arrow" err
+grep -q 'data-00000-of-00001.arrow' "$LOG" && bad "the Arrow file was downloaded" || ok
 
 # 9. The hub gone: everything from the caches (a dataset id's #3 gives 3 rows).
 kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null; SERVER_PID=""

@@ -349,12 +349,15 @@ TEST(HubDatasetFiles, TrainSplitSubsetsAndUnsupportedFormats) {
             (std::vector<std::string>{"alpaca_gpt4_data_zh.json"}));
   EXPECT_EQ(select_dataset_files({"zh/a.jsonl", "en/a.jsonl"}, "", {"en"}, "org/d"), (std::vector<std::string>{"en/a.jsonl"}));
   EXPECT_NE(error_of([] { select_dataset_files({"a.jsonl"}, "", {"fr"}, "org/d"); }).find("no subset 'fr'"), std::string::npos);
+  // Parquet (the Hub's usual format) is read; the train split of a split layout is chosen as for JSON Lines.
+  EXPECT_EQ(select_dataset_files({"data/train-00000-of-00001.parquet", "data/test-00000-of-00001.parquet"}, "", {}, "org/d"),
+            (std::vector<std::string>{"data/train-00000-of-00001.parquet"}));
   try {
-    select_dataset_files({"data/train-00000-of-00001.parquet"}, "", {}, "org/d");
-    FAIL() << "parquet must be refused";
+    select_dataset_files({"data/train/data-00000-of-00001.arrow"}, "", {}, "org/d");
+    FAIL() << "Arrow files must be refused";
   } catch (const DataError& e) {
-    EXPECT_NE(e.message().find("Parquet"), std::string::npos);
-    EXPECT_NE(e.message().find("data/train-00000-of-00001.parquet"), std::string::npos);
+    EXPECT_NE(e.message().find("not Arrow"), std::string::npos);
+    EXPECT_NE(e.message().find("data/train/data-00000-of-00001.arrow"), std::string::npos);
   }
 
   const std::string readme = "---\nlicense: mit\nconfigs:\n- config_name: zh\n  data_files:\n  - split: train\n    path: zh/train*.jsonl\n"

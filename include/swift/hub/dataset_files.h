@@ -9,14 +9,14 @@
 
 namespace swift::hub {
 
-// Data files swift reads as rows: .jsonl, .json, .csv (as local datasets). Parquet, Arrow and compressed files are
-// recognised only to say they are not supported.
+// Data files swift reads as rows: .jsonl, .json, .csv, .parquet (as local datasets). Arrow and compressed files
+// are recognised only to say they are not supported.
 bool is_readable_data_file(const std::string& path);
 bool is_unsupported_data_file(const std::string& path);
 
 // The training files among `repo_files` (paths in the repository) for `subsets` (empty: the default one; "all":
 // every one). `readme` is README.md's text ("" when there is none). UsageError for a subset the repository does not
-// have (naming those it has); DataError when the rows are only in formats swift does not read (Parquet: convert to
+// have (naming those it has); DataError when the rows are only in formats swift does not read (Arrow: convert to
 // JSON Lines) or there are none. `repo_id` names the dataset in those messages.
 std::vector<std::string> select_dataset_files(const std::vector<std::string>& repo_files, const std::string& readme,
                                               const std::vector<std::string>& subsets, const std::string& repo_id);
