@@ -52,8 +52,12 @@ at::Tensor GaLoreProjector::project(const at::Tensor& grad, int64_t step) {
     // galore-torch: the SVD of the float32 gradient; the basis in the gradient's dtype.
     const auto [u, s, vh] = at::linalg_svd(grad.to(at::kFloat), /*full_matrices=*/false);
     (void)s;
-    if (full || side == Side::kLeft) left_ = u.narrow(1, 0, std::min(settings_.rank, u.size(1))).to(grad.scalar_type());
-    if (full || side == Side::kRight) right_ = vh.narrow(0, 0, std::min(settings_.rank, vh.size(0))).to(grad.scalar_type());
+    // Contiguous, as a basis read back from a checkpoint is: a strided view of U takes another matmul kernel on
+    // some CPUs (AVX-512), whose last bits differ, and resuming would not be exact.
+    if (full || side == Side::kLeft)
+      left_ = u.narrow(1, 0, std::min(settings_.rank, u.size(1))).to(grad.scalar_type()).contiguous();
+    if (full || side == Side::kRight)
+      right_ = vh.narrow(0, 0, std::min(settings_.rank, vh.size(0))).to(grad.scalar_type()).contiguous();
   }
   if (full) return at::matmul(at::matmul(left_.t(), grad), right_.t());
   return side == Side::kRight ? at::matmul(grad, right_.t()) : at::matmul(left_.t(), grad);

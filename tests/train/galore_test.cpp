@@ -27,6 +27,7 @@ struct GoldenCase {
   std::string name;
   std::optional<GaLoreSettings> galore;
   double weight_decay = 0;
+  double eps = 0;  // Adam's eps for this case (make_galore_golden.py's CASE_EPS says why one differs)
 };
 
 struct Golden {
@@ -42,7 +43,7 @@ Golden load_golden() {
   g.file = io::SafetensorsFile::open(kGolden);
   const auto& meta = g.file->metadata();
   for (const auto& c : nlohmann::json::parse(meta.at("cases"))) {
-    GoldenCase gc{c["name"].get<std::string>(), std::nullopt, c["weight_decay"].get<double>()};
+    GoldenCase gc{c["name"].get<std::string>(), std::nullopt, c["weight_decay"].get<double>(), c["eps"].get<double>()};
     if (!c["galore"].is_null()) {
       GaLoreSettings s;
       s.rank = c["galore"]["rank"].get<int64_t>();
@@ -63,7 +64,9 @@ Golden load_golden() {
 
 std::unique_ptr<GaLoreAdamW> make_optimizer(const GoldenCase& c, const AdamWHyper& hyper, const at::Tensor& param) {
   GaLoreGroup group{{{c.name, param}}, c.weight_decay, c.galore.has_value()};
-  return std::make_unique<GaLoreAdamW>(std::vector<GaLoreGroup>{group}, hyper, c.galore.value_or(GaLoreSettings{}));
+  AdamWHyper case_hyper = hyper;
+  case_hyper.eps = c.eps;
+  return std::make_unique<GaLoreAdamW>(std::vector<GaLoreGroup>{group}, case_hyper, c.galore.value_or(GaLoreSettings{}));
 }
 
 // Steps [from, to) of a golden case: gradient and learning rate as galore-torch had them.

@@ -74,7 +74,9 @@ TEST(TrainStep, AccumulatedMicroBatchesUpdateAsOneLargeBatch) {
   const auto a = split.step(/*micro_batches=*/2, 1.0, w1);
   const auto b = whole.step(/*micro_batches=*/1, 1.0, w2);
   EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-6 * b.grad_norm);
-  EXPECT_LT(max_relative_difference(split.weights(), whole.weights()), 1e-6);
+  // Adam's first step is about sign(g): gradient entries near zero, summed in another order, move their weights by
+  // more than their rounding (4.6e-6 on an AMD EPYC, under 1e-6 on Intel), so the weights compare at 1e-5.
+  EXPECT_LT(max_relative_difference(split.weights(), whole.weights()), 1e-5);
   // The loss logged is the token mean over the step either way.
   EXPECT_NEAR(w1.values().front().second, w2.values().front().second, 1e-6);
 }
