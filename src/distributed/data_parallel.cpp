@@ -78,7 +78,7 @@ double DataParallel::clip_gradients(double max_norm, bool& overflow) {
 void DataParallel::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
   if (zero_.stage == 0) return;
   if (stepped) sync_->broadcast_from_owners();  // the owners' new values to every rank
-  if (first_step) log_held_memory(zero_.stage, model_, optimizer_state);
+  if (first_step) log_held_memory("ZeRO-" + std::to_string(zero_.stage), model_, optimizer_state);
 }
 
 }  // namespace swift::distributed

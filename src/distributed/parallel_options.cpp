@@ -1,6 +1,8 @@
 // --ddp_* / --deepspeed / --fsdp into ParallelOptions (see parallel_options.h).
 #include "swift/distributed/parallel_options.h"
 
+#include "swift/core/logging.h"
+
 namespace swift::distributed {
 
 std::vector<cli::FlagSpec> parallel_flags() {
@@ -12,8 +14,48 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: full_shard (zero3), shard_grad_op (zero2), no_shard (zero0)"},
       {"sequence_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Ulysses); only 1 for now: each rank trains whole sequences"},
       {"use_ulysses", FlagType::kBool, "false", "Ulysses sequence parallelism over every rank (--sequence_parallel_size = the world size); one rank has nothing to split"},
+      {"tensor_model_parallel_size", FlagType::kInt, "1", "ranks that split every large weight (Megatron tensor parallelism: heads, MLP width and vocabulary); consecutive ranks, so keep a group within a node", {"tp_size"}},
+      {"pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages (Megatron); only 1 for now", {"pp_size"}},
+      {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism); only 1 for now", {"cp_size"}},
+      {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split a MoE layer's experts; only 1 for now", {"ep_size"}},
+      {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "interleaved pipeline stages per rank; only 1 for now"},
+      {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
+      {"sequence_parallel", FlagType::kBool, "false", "Megatron sequence parallelism (the norm regions' activations split over the tensor-parallel group); not built yet: the run keeps them whole and says so"},
   };
 }
+
+namespace {
+
+// Megatron's sizes: checked against the world size before anything loads.
+void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& options, cli::Problems& problems) {
+  options.tp_size = flags.integer("tensor_model_parallel_size");
+  problems.at_least("tensor_model_parallel_size", options.tp_size, 1, "ranks, e.g. 2");
+  for (const char* flag : {"pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
+                           "virtual_pipeline_model_parallel_size"})
+    problems.check(flags.integer(flag) == 1, "--" + std::string(flag) + " " + std::to_string(flags.integer(flag)) +
+                                                 " is not available in swift yet (tensor and data parallelism are)",
+                   "use --tp_size for the model and the remaining ranks for data parallelism");
+  const int64_t world = options.env.world_size;
+  if (options.tp_size < 1) return;
+  problems.check(world % options.tp_size == 0,
+                 "--tp_size " + std::to_string(options.tp_size) + " does not divide the " + std::to_string(world) +
+                     " ranks (WORLD_SIZE)",
+                 "start a multiple of " + std::to_string(options.tp_size) + " ranks (NPROC_PER_NODE x NNODES), or change --tp_size");
+  const int64_t dp = flags.integer("dp_size");
+  problems.check(dp == 0 || dp * options.tp_size == world,
+                 "--dp_size " + std::to_string(dp) + " x --tp_size " + std::to_string(options.tp_size) + " is not the " +
+                     std::to_string(world) + " ranks started",
+                 "drop --dp_size (it is what the ranks leave), or start " + std::to_string(dp * options.tp_size) + " ranks");
+  problems.check(options.tp_size == 1 || options.zero.stage == 0,
+                 "--deepspeed " + options.zero.source + " with --tp_size " + std::to_string(options.tp_size) +
+                     " is not available yet (Megatron's distributed optimizer)",
+                 "drop --deepspeed: each rank then keeps the optimizer state of its own slices");
+  if (flags.boolean("sequence_parallel") && options.tp_size > 1)
+    log_info("--sequence_parallel: the norm regions' activations stay whole on every tensor-parallel rank (sequence "
+             "parallelism is not built yet); the numbers are the same, the activation memory is not split");
+}
+
+}  // namespace
 
 ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpointing, cli::Problems& problems) {
   ParallelOptions options;
@@ -37,6 +79,7 @@ ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpoi
                      " ranks (--use_ulysses / --sequence_parallel_size) is not available in swift yet",
                  "train with --sequence_parallel_size 1: each rank then holds whole sequences (gradient checkpointing, "
                  "--deepspeed zero3 and --packing keep long ones in memory)");
+  tensor_model_parallel_options(flags, options, problems);
   return options;
 }
 

@@ -14,6 +14,7 @@
 #include "swift/core/memory.h"
 #include "swift/distributed/data_parallel.h"
 #include "swift/distributed/gradient_norm.h"
+#include "swift/distributed/tensor_parallel_strategy.h"
 #include "swift/distributed/zero3_strategy.h"
 #include "swift/model/param_sharding.h"
 
@@ -56,10 +57,10 @@ void ParallelStrategy::barrier() {
 }
 
 std::pair<size_t, size_t> ParallelStrategy::local_range(size_t n) const {
-  const size_t world = static_cast<size_t>(world_size());
+  const size_t world = static_cast<size_t>(data_parallel_size());
   if (world == 1) return {0, n};
   const size_t per_rank = (n + world - 1) / world;
-  const size_t begin = std::min(n, per_rank * static_cast<size_t>(rank()));
+  const size_t begin = std::min(n, per_rank * static_cast<size_t>(data_parallel_rank()));
   return {begin, std::min(n, begin + per_rank)};
 }
 
@@ -124,6 +125,17 @@ std::string ParallelStrategy::optimizer_state_file() const {
   return shards_optimizer_state() ? optimizer_shard_name(rank(), world_size()) : "optimizer.safetensors";
 }
 
+std::vector<ParameterSlice> ParallelStrategy::parameter_slices() const {
+  std::vector<ParameterSlice> out;
+  for (size_t i = 0; i < trainable_.size(); ++i)
+    out.push_back({trainable_names_[i], trainable_[i].sizes().vec(), -1, 0, 1});
+  return out;
+}
+
+std::optional<fs::path> ParallelStrategy::relayout_optimizer_state(const std::vector<fs::path>& files) const {
+  return distributed::relayout_optimizer_state(files, parameter_slices(), fs::temp_directory_path(), rank());
+}
+
 void ParallelStrategy::check_optimizer_state(const fs::path& dir) const {
   if (!shards_optimizer_state()) return;
   for (int r = 0; r < world_size(); ++r)
@@ -156,7 +168,7 @@ std::string ParallelStrategy::bytes_per_rank(const std::vector<double>& per_rank
   return out;
 }
 
-void ParallelStrategy::log_held_memory(int zero_stage, model::CausalLM& model,
+void ParallelStrategy::log_held_memory(const std::string& what, model::CausalLM& model,
                                        const std::vector<at::Tensor>& optimizer_state) {
   const c10::Device device = model->device();
   const size_t world = static_cast<size_t>(world_size());
@@ -177,8 +189,9 @@ void ParallelStrategy::log_held_memory(int zero_stage, model::CausalLM& model,
   }
   char ratio[32];
   std::snprintf(ratio, sizeof(ratio), "%.2f", largest / unsharded);
-  log_info("ZeRO-", zero_stage, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
-           bytes_per_rank(per_rank, 0, world), "; without ZeRO ", format_bytes(unsharded), " on every rank (largest share ",
+  log_info(what, " holds after the first step (parameters + gradients + AdamW state) per rank: ",
+           bytes_per_rank(per_rank, 0, world), "; without ", what.rfind("ZeRO", 0) == 0 ? "ZeRO " : "the split ",
+           format_bytes(unsharded), " on every rank (largest share ",
            ratio, "x that)", host_total > 0 ? "; offloaded to CPU RAM: " + bytes_per_rank(per_rank, world, world) : std::string());
 }
 
@@ -224,7 +237,9 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
   zero.offload_optimizer = zero.offload_optimizer && cuda;
   if (!group) return std::make_unique<SingleProcess>(device, zero);
   std::unique_ptr<ParallelStrategy> strategy;
-  if (zero.stage == 3) strategy = std::make_unique<Zero3Strategy>(std::move(group), device, zero);
+  if (options.tp_size > 1)
+    strategy = std::make_unique<TensorParallel>(std::move(group), device, zero, static_cast<int>(options.tp_size));
+  else if (zero.stage == 3) strategy = std::make_unique<Zero3Strategy>(std::move(group), device, zero);
   else strategy = std::make_unique<DataParallel>(std::move(group), device, zero);
   strategy->local_world_size_ = options.env.local_world_size;
   return strategy;

@@ -4,6 +4,7 @@
 #include "swift/distributed/process_group.h"
 
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef SWIFT_WITH_NCCL
 #include <c10/cuda/CUDAFunctions.h>
@@ -11,6 +12,8 @@
 #endif
 
 #include <ATen/ATen.h>
+
+#include <algorithm>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
@@ -61,6 +64,30 @@ struct ProcessGroup::Impl {
     guarded_collective(what, rank, world_size, std::forward<Fn>(fn));
   }
 
+  // Opens this group's Gloo or NCCL backend over `store` (every member calls it).
+  void open_backend() {
+    try {
+      if (backend_name == "gloo") {
+        auto gloo_options = c10d::ProcessGroupGloo::Options::create_default(timeout);
+        backend = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world_size, gloo_options);
+      } else {
+  #ifdef SWIFT_WITH_NCCL
+        c10::cuda::set_device(device.index());
+        auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+        nccl_options->timeout = timeout;
+        backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world_size, nccl_options);
+  #else
+        throw DeviceError("this swift was built without NCCL, which CUDA training on several ranks needs",
+                          "rebuild against a CUDA LibTorch with nccl.h available (docs/building.md)");
+  #endif
+      }
+    } catch (const c10::Error& e) {
+      throw DeviceError("rank " + std::to_string(rank) + ": opening the " + backend_name + " process group failed: " +
+                            e.what_without_backtrace(),
+                        backend_name == "gloo" ? "set GLOO_SOCKET_IFNAME to the network interface the ranks share (e.g. eth0)"
+                                          : "check NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO (docs/distributed.md)");
+    }
+  }
   // Starts the collective `launch` makes of {tensor}; its Work waits in the result. Gloo works on CPU tensors:
   // a CUDA tensor is staged through a CPU copy (--ddp_backend gloo on GPUs: slow, but it runs several ranks on
   // one GPU, which NCCL refuses).
@@ -134,27 +161,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, c10::Dev
              "ranks on one GPU, which NCCL refuses, or where NCCL does not work)");
   impl->backend_name = backend;
   impl->store = rendezvous(env, impl->timeout);
-  try {
-    if (backend == "gloo") {
-      auto gloo_options = c10d::ProcessGroupGloo::Options::create_default(impl->timeout);
-      impl->backend = c10::make_intrusive<c10d::ProcessGroupGloo>(impl->store, env.rank, env.world_size, gloo_options);
-    } else {
-#ifdef SWIFT_WITH_NCCL
-      c10::cuda::set_device(device.index());
-      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
-      nccl_options->timeout = impl->timeout;
-      impl->backend = c10::make_intrusive<c10d::ProcessGroupNCCL>(impl->store, env.rank, env.world_size, nccl_options);
-#else
-      throw DeviceError("this swift was built without NCCL, which CUDA training on several ranks needs",
-                        "rebuild against a CUDA LibTorch with nccl.h available (docs/building.md)");
-#endif
-    }
-  } catch (const c10::Error& e) {
-    throw DeviceError("rank " + std::to_string(env.rank) + ": opening the " + backend + " process group failed: " +
-                          e.what_without_backtrace(),
-                      backend == "gloo" ? "set GLOO_SOCKET_IFNAME to the network interface the ranks share (e.g. eth0)"
-                                        : "check NCCL_SOCKET_IFNAME / NCCL_DEBUG=INFO (docs/distributed.md)");
-  }
+  impl->open_backend();
   auto group = std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
   group->barrier();  // every rank's backend is up before anyone starts work
   log_info("process group: ", group->backend_name(), ", ", env.describe());
@@ -191,6 +198,40 @@ PendingCollective ProcessGroup::start_reduce_sum(at::Tensor& tensor, int root) {
 }
 
 void ProcessGroup::all_reduce_sum(at::Tensor& tensor) { start_all_reduce_sum(tensor).wait(); }
+
+void ProcessGroup::all_reduce_max(at::Tensor& tensor) {
+  impl_->start("all-reduce (max)", [&](std::vector<at::Tensor>& tensors) {
+    c10d::AllreduceOptions options;
+    options.reduceOp = c10d::ReduceOp::MAX;
+    return impl_->backend->allreduce(tensors, options);
+  }, tensor).wait();
+}
+
+at::Tensor ProcessGroup::all_gather(const at::Tensor& tensor, int64_t dim) {
+  const bool stage = impl_->backend_name == "gloo" && tensor.is_cuda();
+  std::vector<at::Tensor> input{stage ? tensor.to(c10::kCPU).contiguous() : tensor.contiguous()};
+  std::vector<std::vector<at::Tensor>> outputs(1);
+  for (int r = 0; r < impl_->world_size; ++r) outputs[0].push_back(at::empty_like(input[0]));
+  impl_->guarded("all-gather", [&] { impl_->backend->allgather(outputs, input)->wait(impl_->timeout); });
+  return at::cat(outputs[0], dim).to(tensor.device());
+}
+
+std::unique_ptr<ProcessGroup> ProcessGroup::subgroup(const std::vector<int>& ranks, const std::string& name) const {
+  const auto me = std::find(ranks.begin(), ranks.end(), impl_->rank);
+  SWIFT_ASSERT(me != ranks.end(), "a subgroup holds the rank that makes it");
+  auto impl = std::make_unique<Impl>();
+  impl->rank = static_cast<int>(me - ranks.begin());
+  impl->world_size = static_cast<int>(ranks.size());
+  impl->backend_name = impl_->backend_name;
+  impl->device = impl_->device;
+  impl->timeout = impl_->timeout;
+  // Its own keys in the job's store: the members of each group meet there, and no other group sees them.
+  impl->store = c10::make_intrusive<c10d::PrefixStore>("swift/group/" + name, impl_->store);
+  impl->open_backend();
+  auto group = std::unique_ptr<ProcessGroup>(new ProcessGroup(std::move(impl)));
+  group->barrier();
+  return group;
+}
 
 void ProcessGroup::broadcast(at::Tensor& tensor, int root) { start_broadcast(tensor, root).wait(); }
 

@@ -180,7 +180,7 @@ void Zero3Strategy::before_optimizer_step() {
 
 void Zero3Strategy::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
   (void)stepped;  // the new values reach the others when they are next gathered
-  if (first_step) log_held_memory(3, model_, optimizer_state);
+  if (first_step) log_held_memory("ZeRO-3", model_, optimizer_state);
 }
 
 void Zero3Strategy::end_training() {

@@ -13,6 +13,7 @@
 #include "swift/model/family_registry.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
+#include "swift/model/tensor_parallel.h"
 
 namespace swift::model {
 
@@ -22,13 +23,26 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
   if (with_bias) bias = register_parameter("bias", at::zeros({out_features}, options));
 }
 
-at::Tensor LinearImpl::forward(const at::Tensor& x) { return adapter ? adapter->forward(*this, x) : base_forward(x); }
+at::Tensor LinearImpl::forward(const at::Tensor& x) {
+  switch (tp_role) {
+    case TensorParallelRole::kNone: return local_forward(x);
+    case TensorParallelRole::kColumn: return local_forward(copy_to_tensor_parallel(x, *tp_comm));
+    case TensorParallelRole::kRow: {  // partial sums over this rank's input columns; the bias once, after the sum
+      auto y = reduce_from_tensor_parallel(local_forward(x), *tp_comm);
+      return bias.defined() ? y + bias : y;
+    }
+  }
+  return local_forward(x);
+}
+
+at::Tensor LinearImpl::local_forward(const at::Tensor& x) { return adapter ? adapter->forward(*this, x) : base_forward(x); }
 
 at::Tensor LinearImpl::base_forward(const at::Tensor& x) {
   if (quantized) return quantized_linear(x, quantized, bias);
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(weight))
     return sharded_linear(x, weight, bias, *sharding);  // ZeRO-3's LM head
-  return at::linear(x, weight, bias);
+  // A row-split layer's output is a partial sum: its bias is added once, after the sum (forward()).
+  return at::linear(x, weight, tp_role == TensorParallelRole::kRow ? at::Tensor() : bias);
 }
 
 at::Tensor LinearImpl::dense_weight(c10::ScalarType dtype) const {
@@ -58,6 +72,12 @@ EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::Tens
 at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) {
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(weight))
     return sharded_embedding(weight, ids, *sharding);  // ZeRO-3
+  if (tp_comm) {  // this rank's rows; the others' ids give zeros here and their rows elsewhere
+    const auto local = ids - vocab_start;
+    const auto mine = local.ge(0).logical_and(local.lt(weight.size(0)));
+    auto x = at::embedding(weight, at::where(mine, local, at::zeros_like(local))) * mine.unsqueeze(-1).to(weight.scalar_type());
+    return reduce_from_tensor_parallel(x, *tp_comm);
+  }
   return at::embedding(weight, ids);
 }
 
@@ -86,6 +106,11 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at
     q_norm = register_module("q_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
     k_norm = register_module("k_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
   }
+}
+
+void AttentionImpl::divide_heads(int size) {
+  num_heads_ /= size;
+  num_kv_heads_ /= size;
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
@@ -311,6 +336,7 @@ at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
               "generate or fine-tune with its causal LM folder; score with swift infer --val_dataset");
   if (lm_head) return lm_head(hidden);
   const at::Tensor& tied = model->embed_tokens->weight;
+  if (tensor_parallel_) return at::linear(copy_to_tensor_parallel(hidden, *tensor_parallel_), tied);  // this rank's vocabulary
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(tied))
     return sharded_linear(hidden, tied, at::Tensor(), *sharding);  // ZeRO-3: gathered again for the head
   return at::linear(hidden, tied);

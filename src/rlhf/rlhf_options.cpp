@@ -93,6 +93,9 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
+  problems.check(o.training.parallel.tp_size == 1, "swift rlhf with --tp_size " + std::to_string(o.training.parallel.tp_size) +
+                                                      " is not available yet (its log-probabilities need the whole vocabulary)",
+                 "train preferences with data parallelism (--deepspeed zero3 for a large model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
   // Pairs (labelled replies for kto), scored on the last reply unless said otherwise (orpo: every reply).

@@ -28,7 +28,8 @@ class CausalLmObjective : public TrainingObjective {
   std::vector<std::string> metric_names() const override { return {"loss", "token_acc"}; }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     auto sums = causal_lm_loss_sums_from_hidden(policy->forward_hidden(forward_args(batch, policy->device())),
-                                                batch.labels, [&](const at::Tensor& h) { return policy->logits(h); });
+                                                batch.labels, [&](const at::Tensor& h) { return policy->logits(h); },
+                                                VocabSplit{policy->tensor_parallel(), policy->vocab_start()});
     const auto tokens = static_cast<double>(sums.tokens);
     const at::Tensor loss = sums.loss_sum.detach().to(at::kDouble).reshape({1});
     const at::Tensor rest = at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options());

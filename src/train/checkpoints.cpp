@@ -150,7 +150,7 @@ void restore_rng_state(const fs::path& path) {
 }  // namespace
 
 int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, Optimizer& optimizer,
-                        data::TrainData& data, GradScaler* scaler, const std::set<std::string>& elsewhere) {
+                        data::TrainData& data, GradScaler* scaler, const distributed::ParallelStrategy& parallel) {
   const fs::path& resume = loop.resume_from_checkpoint;
   if (resume.empty() || loop.resume_only_model) return 0;
   const fs::path state_path = resume / "trainer_state.json";
@@ -163,8 +163,20 @@ int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t gl
   SWIFT_CHECK(start_step < total_steps, UsageError,
               "the checkpoint is at step " + std::to_string(start_step) + " of " + std::to_string(total_steps),
               "raise --max_steps / --num_train_epochs to train further");
-  // Any layout loads: one file (1 rank, DDP) or a shard per rank (ZeRO), at this world size or another.
-  optimizer.load(optimizer_files, elsewhere);
+  // Any layout loads: one file (1 rank, DDP) or a shard per rank (ZeRO), at this world size or another; state
+  // split over tensor-parallel ranks is put together and cut for this rank first.
+  if (const auto relaid = parallel.relayout_optimizer_state(optimizer_files)) {
+    const auto remove = [&] { std::error_code ignored; fs::remove(*relaid, ignored); };
+    try {
+      optimizer.load({*relaid}, parallel.trainable_elsewhere());
+    } catch (...) {
+      remove();
+      throw;
+    }
+    remove();
+  } else {
+    optimizer.load(optimizer_files, parallel.trainable_elsewhere());
+  }
   if (scaler && state.contains("loss_scale")) {
     const auto& scale = state["loss_scale"];
     const auto& tracker = state.value("loss_scale_growth_tracker", json(0));

@@ -17,11 +17,11 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
   at::NoGradGuard no_grad;
   model->eval();
   MetricWindow window(objective.metric_names());
-  const size_t bs = static_cast<size_t>(batch_size), world = static_cast<size_t>(parallel.world_size());
+  const size_t bs = static_cast<size_t>(batch_size), world = static_cast<size_t>(parallel.data_parallel_size());
   const size_t batches = (examples.size() + bs - 1) / bs;
   const size_t rounds = parallel.computes_empty_slices() ? (batches + world - 1) / world : 0;
   parallel.begin_evaluation();
-  for (size_t round = 0, b = static_cast<size_t>(parallel.rank()); b < batches || round < rounds; ++round, b += world) {
+  for (size_t round = 0, b = static_cast<size_t>(parallel.data_parallel_rank()); b < batches || round < rounds; ++round, b += world) {
     const bool stand_in = b >= batches;
     const size_t start = stand_in ? 0 : b * bs;
     std::vector<const data::Example*> items;

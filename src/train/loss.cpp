@@ -4,6 +4,8 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "swift/model/tensor_parallel.h"
+
 namespace swift::train {
 
 LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels) {
@@ -20,7 +22,8 @@ LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels)
 }
 
 LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
-                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head) {
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head,
+                                         VocabSplit split) {
   const int64_t T = hidden.size(1);
   auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
   auto mask = shift_labels.ne(-100);                                       // [B, T-1]
@@ -28,10 +31,12 @@ LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Ten
   auto targets = shift_labels.index({mask});                              // [N]
   auto logits = lm_head(selected).to(at::kFloat);                         // [N, V]
   LossSums out;
-  out.loss_sum = at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::Sum, -100);
+  out.loss_sum = split.comm ? model::vocab_parallel_cross_entropy_sum(logits, targets, split.vocab_start, *split.comm)
+                            : at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::Sum, -100);
   torch::NoGradGuard no_grad;
   out.tokens = targets.size(0);
-  out.correct = logits.argmax(-1).eq(targets).sum().item<int64_t>();
+  const auto predicted = split.comm ? model::vocab_parallel_argmax(logits, split.vocab_start, *split.comm) : logits.argmax(-1);
+  out.correct = predicted.eq(targets).sum().item<int64_t>();
   return out;
 }
 

@@ -154,7 +154,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   // Build the model, then the data it is encoded for, then what the command trains it for.
   TrainingModel policy = build_training_model(options, hooks, *parallel);
   const int64_t batch = options.loop.per_device_train_batch_size;
-  const int64_t global_batch = batch * parallel->world_size();  // every rank's samples of one micro-step
+  const int64_t global_batch = batch * parallel->data_parallel_size();  // every replica's samples of one micro-step
   const int64_t max_length = options.data.max_length_for(policy.model->config().max_position_embeddings);
   data::TrainingData data = data::load_training_data(
       options.data, {*policy.chat, policy.template_name, *policy.tokenizer, max_length}, global_batch, hooks.prepare_rows);
@@ -163,7 +163,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                                                                options.tuner.quantization, parallel->shards_parameters()});
 
   // The optimizer over what this rank updates, and the schedule.
-  const StepPlan plan = plan_steps(options, *data.train, parallel->world_size());
+  const StepPlan plan = plan_steps(options, *data.train, parallel->data_parallel_size());
   const LrScheduleOptions schedule_settings = schedule_options(options, plan.total_steps);
   const LrSchedule schedule(schedule_settings);
   parallel->assign_ownership(policy.model);
@@ -179,11 +179,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   const json args = run_args(options, policy);
   TrainingLog log(options.loop.output_dir, options.loop.add_version, args, *parallel);
   log_info("run folder ", log.run_dir().string(), ": ", plan.total_steps, " steps of ", plan.accumulation, " x ", batch,
-           " samples", parallel->world_size() > 1 ? " x " + std::to_string(parallel->world_size()) + " ranks" : std::string(),
+           " samples", parallel->data_parallel_size() > 1 ? " x " + std::to_string(parallel->data_parallel_size()) + " data-parallel ranks" : std::string(),
            ", lr ", options.optimizer.learning_rate, " (", options.schedule.type_name, ", ", schedule_settings.warmup_steps,
            " warm-up)");
   const int64_t start_step = resume_training(options.loop, plan.total_steps, global_batch, *optimizer, *data.train,
-                                             loss_scaler, parallel->trainable_elsewhere());
+                                             loss_scaler, *parallel);
   Checkpoints checkpoints(log.run_dir(), options.loop, *parallel);
   const CheckpointSource saved{policy.model, options.tuner.adapter() ? &policy.lora : nullptr, options.model.save_dtype,
                                options.model.dir, args, *optimizer, *data.train, loss_scaler, global_batch};

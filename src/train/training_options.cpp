@@ -68,7 +68,9 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   add({
       {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
       {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
-      {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size"}},
+      {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size", "micro_batch_size"}},
+      {"global_batch_size", FlagType::kInt, "0", "Megatron's samples per optimizer step: sets --gradient_accumulation_steps to it over micro-batch x data-parallel ranks (0: not used)"},
+      {"save_safetensors", FlagType::kBool, "true", "checkpoints as Hugging Face safetensors folders (the only format swift writes; Megatron's flag)"},
       {"per_device_eval_batch_size", FlagType::kInt, "1", "samples per evaluation batch"},
       {"gradient_accumulation_steps", FlagType::kInt, "0", "micro-batches per optimizer step (0: enough for 16 samples)"},
       {"learning_rate", FlagType::kFloat, "", "peak learning rate (default 1e-4 for lora, 1e-5 for full)"},
@@ -81,8 +83,8 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)"},
       {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
       {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
-      {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)"},
-      {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)"},
+      {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)", {"use_bf16"}},
+      {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)", {"use_fp16"}},
       {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
   });
   add(optimizer_flags());
@@ -223,6 +225,22 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   }
 
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
+  problems.check(!o.optimizer.galore || o.parallel.tp_size == 1,
+                 "GaLore (" + (o.optimizer.galore ? o.optimizer.galore->source : std::string()) + ") with --tp_size " +
+                     std::to_string(o.parallel.tp_size) + " is not available yet (its projections need whole gradients)",
+                 "use AdamW with --tp_size, or GaLore with data parallelism");
+  problems.check(flags.boolean("save_safetensors"), "--save_safetensors false (Megatron's torch_dist checkpoints) is not a format swift writes",
+                 "drop it: checkpoints are Hugging Face safetensors folders, which resume and load in transformers");
+  if (const int64_t global = flags.integer("global_batch_size"); global > 0) {
+    // Megatron: global = micro x data-parallel ranks x accumulation.
+    const int64_t per_step = l.per_device_train_batch_size * std::max<int64_t>(1, o.parallel.env.world_size / o.parallel.tp_size);
+    problems.check(global % per_step == 0 && (!flags.given("gradient_accumulation_steps") || l.gradient_accumulation_steps == global / per_step),
+                   "--global_batch_size " + std::to_string(global) + " is not --micro_batch_size x data-parallel ranks (" +
+                       std::to_string(per_step) + ") times a whole number of accumulation steps" +
+                       (flags.given("gradient_accumulation_steps") ? " equal to --gradient_accumulation_steps" : ""),
+                   "give a multiple of " + std::to_string(per_step) + ", or --gradient_accumulation_steps instead");
+    if (global % per_step == 0) l.gradient_accumulation_steps = global / per_step;
+  }
   if (flags.boolean("use_ulysses") && o.parallel.sequence_parallel_size == 1)
     o.notes.push_back("--use_ulysses true on one rank: no sequence to split, every rank trains whole sequences");
   // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
+#include "swift/core/error.h"
+#include "swift/model/tensor_parallel.h"
+
 namespace swift::tuners {
 
 LoraLinear::LoraLinear(model::LinearImpl& base, model::Linear a, model::Linear b, double scaling_in,
@@ -54,6 +57,22 @@ at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
   else xw = base.bias.defined() ? y - base.bias : y;
   auto dora = (scale - 1) * xw + scale * lora * scaling;  // [..., out], promoted to the wider dtype
   return (y + dora).to(y.scalar_type());
+}
+
+void LoraLinear::split_for_tensor_parallel(model::TensorParallelRole role, model::TensorParallelComm& comm,
+                                           const std::string& prefix, model::TensorParallelSplit& split) {
+  if (role == model::TensorParallelRole::kColumn) {
+    split.sharded.push_back(model::keep_tensor_parallel_slice(prefix + ".lora_B.weight", lora_B->weight, 0, comm));
+    if (use_dora())
+      split.sharded.push_back(model::keep_tensor_parallel_slice(prefix + ".lora_magnitude_vector", magnitude, 0, comm));
+    split.partial_gradients.push_back(lora_A->weight);
+    return;
+  }
+  SWIFT_CHECK(!use_dora(), UsageError,
+              "DoRA on " + prefix + ", a layer split by its input over the tensor-parallel ranks, is not built yet",
+              "train LoRA (--train_type lora) with --tp_size, or DoRA with --tp_size 1");
+  split.sharded.push_back(model::keep_tensor_parallel_slice(prefix + ".lora_A.weight", lora_A->weight, 1, comm));
+  split.partial_gradients.push_back(lora_B->weight);
 }
 
 }  // namespace swift::tuners

@@ -20,6 +20,9 @@ struct ParallelOptions {
   std::string backend = "auto";    // --ddp_backend: auto (nccl on CUDA, gloo on CPU), nccl, gloo. Default: auto.
   ZeroConfig zero;                 // --deepspeed / --fsdp. Default: stage 0 (plain data parallelism).
   int64_t sequence_parallel_size = 1;  // --sequence_parallel_size / --use_ulysses: 1 (no sequence split) for now.
+  // Megatron's model parallelism (tensor_parallel_strategy.h): ranks per tensor-parallel group, Megatron's
+  // --tensor_model_parallel_size / --tp_size. Default: 1. The data-parallel size is what the world size leaves.
+  int64_t tp_size = 1;
 };
 
 // The flags above, for a training command's table.

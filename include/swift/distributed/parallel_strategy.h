@@ -24,17 +24,21 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "swift/distributed/optimizer_relayout.h"
 #include "swift/distributed/parallel_options.h"
 #include "swift/distributed/process_group.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/decoder.h"
 
 namespace swift::distributed {
+
+class TensorParallel;
 
 // What the memory estimate needs to know of the strategy (train/memory_estimate.h's vocabulary).
 struct ParallelFootprint {
@@ -62,13 +66,17 @@ class ParallelStrategy {
   // The device this rank computes on (--device, or on CUDA the GPU of its LOCAL_RANK).
   const std::string& device() const { return device_; }
   // Numbers summed over the ranks that train on different samples (token counts, metric sums).
-  std::vector<double> sum(const std::vector<double>& values);
+  virtual std::vector<double> sum(const std::vector<double>& values);
   // Rank 0's `value` on every rank (a run folder's path).
   std::string share(const std::string& key, const std::string& value);
   void barrier();
   // This rank's items [begin, end) of a global micro-batch of n items: the slices of all ranks together are the
   // batch one process would train on, so 2 ranks x b equal 1 rank x 2b. A short last batch can leave a rank none.
   std::pair<size_t, size_t> local_range(size_t n) const;
+  // The ranks that train on different samples, and this rank's place among them: every rank with data
+  // parallelism alone; one per group when model parallelism splits a model over a group that shares its samples.
+  virtual int data_parallel_rank() const { return rank(); }
+  virtual int data_parallel_size() const { return world_size(); }
   // Whether a rank computes every micro-batch even when its slice is empty (collectives inside the forward need
   // every rank): with another rank's first sample whose loss counts 0, and in evaluation as many passes as the
   // rank with the most batches.
@@ -126,6 +134,10 @@ class ParallelStrategy {
   virtual bool shards_optimizer_state() const { return false; }
   // This rank's optimizer state file in a checkpoint folder.
   std::string optimizer_state_file() const;
+  // Resuming: when the checkpoint's optimizer state was written at another tensor-parallel layout (or is split
+  // over TP ranks), a file in the temp folder holding it in this rank's layout, which the caller loads and then
+  // removes (optimizer_relayout.h); nullopt: load `files` as they are.
+  std::optional<std::filesystem::path> relayout_optimizer_state(const std::vector<std::filesystem::path>& files) const;
   // On rank 0 after the barrier: every rank's optimizer state file reached `dir` (DataError otherwise).
   void check_optimizer_state(const std::filesystem::path& dir) const;
 
@@ -141,11 +153,15 @@ class ParallelStrategy {
   static std::string bytes_per_rank(const std::vector<double>& per_rank, size_t first, size_t n);
   // After the first step of a sharded run: the parameter, gradient and optimizer bytes each rank holds, measured
   // on the tensors, next to what every rank would hold without sharding.
-  void log_held_memory(int zero_stage, model::CausalLM& model, const std::vector<at::Tensor>& optimizer_state);
+  // `what`: the sharding ("ZeRO-2", "tensor parallelism").
+  void log_held_memory(const std::string& what, model::CausalLM& model, const std::vector<at::Tensor>& optimizer_state);
+  // The trainable parameters as this rank holds them (whole, unless a strategy splits them).
+  virtual std::vector<ParameterSlice> parameter_slices() const;
   // clip_gradients when each rank holds only its own parameters' gradients: the overflow of any rank counts for
   // all, and the norm adds every rank's squares.
   double clip_sharded_gradients(double max_norm, bool& overflow);
 
+  friend class TensorParallel;
   friend std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions&, const std::string&,
                                                                   const std::string&);
   std::unique_ptr<ProcessGroup> group_;  // null: one process

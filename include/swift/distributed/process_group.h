@@ -52,6 +52,9 @@ class ProcessGroup {
 
   // In place, on the group's device: the sum over ranks / rank root's values.
   void all_reduce_sum(at::Tensor& tensor);
+  void all_reduce_max(at::Tensor& tensor);
+  // Every rank's `tensor` (all of one shape), concatenated along `dim` in rank order.
+  at::Tensor all_gather(const at::Tensor& tensor, int64_t dim);
   void broadcast(at::Tensor& tensor, int root = 0);
   // The sum over ranks lands in root's tensor (the others' are left undefined in value).
   void reduce_sum(at::Tensor& tensor, int root);
@@ -60,6 +63,9 @@ class ProcessGroup {
   PendingCollective start_broadcast(at::Tensor& tensor, int root);
   PendingCollective start_reduce_sum(at::Tensor& tensor, int root);
   void barrier();
+  // A group of some of this job's ranks (`ranks`: their ranks here, in the new group's order; this rank among
+  // them), named uniquely in the job ("tp/0"). Only the members call it, each for every group it belongs to.
+  std::unique_ptr<ProcessGroup> subgroup(const std::vector<int>& ranks, const std::string& name) const;
   // Numbers (token counts, metric sums) summed over ranks, in float64.
   std::vector<double> sum(const std::vector<double>& values);
   // Rank root's `value` on every rank, through the store (a run folder's name).

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -22,6 +23,11 @@
 namespace swift::model {
 
 class LinearImpl;
+class TensorParallelComm;    // tensor_parallel.h
+struct TensorParallelSplit;  // tensor_parallel.h
+
+// How a Linear takes part in tensor parallelism (tensor_parallel.h): not split, output rows split, input columns split.
+enum class TensorParallelRole { kNone, kColumn, kRow };
 
 // What a tuner (LoRA) puts in a Linear's place: it computes the whole output from x and the base layer. Its
 // parameters are registered on the Linear itself (q_proj.lora_A.weight), so names stay PEFT's.
@@ -29,6 +35,12 @@ class LinearAdapter {
  public:
   virtual ~LinearAdapter() = default;
   virtual at::Tensor forward(LinearImpl& base, const at::Tensor& x) = 0;  // x: [..., in] -> [..., out]
+  // Tensor parallelism (tensor_parallel.h): keeps this rank's slice of the adapter's parameters for a layer split as
+  // `role` (`prefix`: the layer's name), recording in `split` the sliced ones and those whose gradient each rank
+  // computes only in part. On a row-split layer forward() must leave out the bias (base_forward does).
+  // Default: a UsageError (the adapter cannot be split).
+  virtual void split_for_tensor_parallel(TensorParallelRole role, TensorParallelComm& comm, const std::string& prefix,
+                                         TensorParallelSplit& split);
 };
 
 // y = x W^T + b. Our own module (not torch::nn::Linear) so tuners can wrap it without changing names.
@@ -51,8 +63,12 @@ class LinearImpl : public torch::nn::Module {
   at::Tensor bias;    // [out] or undefined
   std::shared_ptr<LinearAdapter> adapter;  // set by swift::tuners; null: plain x W^T + b
   std::shared_ptr<QuantizedWeight> quantized;  // set by swift::quant; null: `weight` holds the values
+  // Tensor parallelism (apply_tensor_parallel): this rank's slice and the group the forward reduces over.
+  TensorParallelRole tp_role = TensorParallelRole::kNone;
+  TensorParallelComm* tp_comm = nullptr;
 
  private:
+  at::Tensor local_forward(const at::Tensor& x);
   int64_t in_features_, out_features_;
 };
 TORCH_MODULE(Linear);
@@ -73,6 +89,9 @@ class EmbeddingImpl : public torch::nn::Module {
   EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& ids);  // ids: [B, T] -> [B, T, C]
   at::Tensor weight;
+  // Vocabulary-parallel (apply_tensor_parallel): weight holds rows [vocab_start, vocab_start + rows) of the whole.
+  int64_t vocab_start = 0;
+  TensorParallelComm* tp_comm = nullptr;
 };
 TORCH_MODULE(Embedding);
 
@@ -91,6 +110,8 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);  // x: [B, T, C]
+  // Tensor parallelism: this rank computes 1/size of the query and key/value heads.
+  void divide_heads(int size);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
@@ -181,6 +202,12 @@ class CausalLMImpl : public torch::nn::Module {
   // when the head is the tied embedding.
   const LinearImpl* output_layer() const { return lm_head ? lm_head.get() : score ? score.get() : nullptr; }
 
+  // Tensor parallelism (tensor_parallel.h): the group when the model is split, else null. logits() then gives this
+  // rank's vocabulary slice, [vocab_start(), vocab_start() + V/size).
+  TensorParallelComm* tensor_parallel() const { return tensor_parallel_.get(); }
+  int64_t vocab_start() const { return model->embed_tokens->vocab_start; }
+  void set_tensor_parallel(std::shared_ptr<TensorParallelComm> comm) { tensor_parallel_ = std::move(comm); }
+
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
   Linear score{nullptr};    // sequence classifiers only (then no lm_head)
@@ -190,6 +217,7 @@ class CausalLMImpl : public torch::nn::Module {
   RotaryEmbedding rope_;
   bool gradient_checkpointing_ = false;
   std::optional<c10::Device> compute_device_;
+  std::shared_ptr<TensorParallelComm> tensor_parallel_;
 };
 TORCH_MODULE(CausalLM);
 

@@ -57,10 +57,11 @@ class Checkpoints {
 };
 
 // --resume_from_checkpoint (unless --resume_only_model, or none given): the optimizer state (only this rank's
-// parameters when sharded; `elsewhere` are another rank's), the loss scale, the RNG and, unless
+// parameters when sharded: the others are `parallel`'s trainable_elsewhere(); in this rank's tensor-parallel
+// layout, whichever layout wrote it), the loss scale, the RNG and, unless
 // --ignore_data_skip, the data position. Returns the step to start at (0 without resuming). DataError for a
 // checkpoint without trainer state; UsageError when it is at or past `total_steps`.
 int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t global_micro_batch, Optimizer& optimizer,
-                        data::TrainData& data, GradScaler* scaler, const std::set<std::string>& elsewhere);
+                        data::TrainData& data, GradScaler* scaler, const distributed::ParallelStrategy& parallel);
 
 }  // namespace swift::train

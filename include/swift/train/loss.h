@@ -5,7 +5,18 @@
 
 #include <functional>
 
+namespace swift::model {
+class TensorParallelComm;
+}
+
 namespace swift::train {
+
+// Logits split over a tensor-parallel group: each rank's hold the vocabulary [vocab_start, vocab_start + V/size)
+// (model/tensor_parallel.h). Null comm: whole logits.
+struct VocabSplit {
+  model::TensorParallelComm* comm = nullptr;
+  int64_t vocab_start = 0;
+};
 
 struct LossSums {
   at::Tensor loss_sum;    // scalar fp32: the summed cross entropy over label tokens (differentiable)
@@ -21,7 +32,9 @@ LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels)
 // the positions that predict a label. With large vocabularies the output layer dominates a small model's
 // step, and prompts carry no loss, so this saves most of that work and its memory (ms-swift's
 // use_logits_to_keep does the same). Equal to causal_lm_loss_sums(lm_head(hidden), labels).
+// With `split`, lm_head gives this rank's vocabulary slice and the sums are the whole vocabulary's.
 LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
-                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head);
+                                         const std::function<at::Tensor(const at::Tensor&)>& lm_head,
+                                         VocabSplit split = {});
 
 }  // namespace swift::train

@@ -21,6 +21,11 @@ class LoraLinear : public model::LinearAdapter {
   // with dropout > 0 and x otherwise (then x W^T is the base output minus its bias, not recomputed). The bias is
   // never rescaled.
   at::Tensor forward(model::LinearImpl& base, const at::Tensor& x) override;
+  // Column-split layer: B's rows (and DoRA's magnitude) split with the layer's, A whole on every rank with a partial
+  // gradient. Row-split layer: A's columns split, B whole with a partial gradient; DoRA there is not built yet (its
+  // norm spans the split input).
+  void split_for_tensor_parallel(model::TensorParallelRole role, model::TensorParallelComm& comm,
+                                 const std::string& prefix, model::TensorParallelSplit& split) override;
 
   bool use_dora() const { return magnitude.defined(); }
   // W + scaling * B A [out, in] in the dtype of `weight` (the base weight, already cast): A and B are cast to it

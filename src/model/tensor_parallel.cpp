@@ -1,0 +1,160 @@
+// Tensor parallelism inside the model (see tensor_parallel.h).
+#include "swift/model/tensor_parallel.h"
+
+#include <ATen/ATen.h>
+#include <torch/autograd.h>
+
+#include <limits>
+
+#include "swift/core/error.h"
+
+namespace swift::model {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+TensorParallelComm* comm_of(AutogradContext* ctx) {
+  return reinterpret_cast<TensorParallelComm*>(ctx->saved_data["comm"].toInt());
+}
+
+struct CopyToGroup : torch::autograd::Function<CopyToGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    at::Tensor g = grads[0].contiguous().clone();
+    comm_of(ctx)->all_reduce_sum(g);
+    return {g, at::Tensor()};
+  }
+};
+
+struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    (void)ctx;
+    at::Tensor y = x.contiguous().clone();
+    reinterpret_cast<TensorParallelComm*>(comm)->all_reduce_sum(y);
+    return y;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    (void)ctx;
+    return {grads[0], at::Tensor()};
+  }
+};
+
+int64_t handle(TensorParallelComm& comm) { return reinterpret_cast<int64_t>(&comm); }
+
+}  // namespace
+
+void LinearAdapter::split_for_tensor_parallel(TensorParallelRole role, TensorParallelComm& comm, const std::string& prefix,
+                                              TensorParallelSplit& split) {
+  (void)role, (void)comm, (void)split;
+  throw UsageError("the adapter on " + prefix + " cannot be split for tensor parallelism", "use --tp_size 1");
+}
+
+ShardedParameter keep_tensor_parallel_slice(const std::string& name, at::Tensor& p, int64_t dim,
+                                            const TensorParallelComm& comm) {
+  const int64_t full = p.size(dim), part = full / comm.size();
+  at::NoGradGuard no_grad;
+  p.set_data(p.narrow(dim, comm.rank() * part, part).contiguous().clone());
+  return {name, p, dim, full};
+}
+
+at::Tensor copy_to_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm) {
+  return CopyToGroup::apply(x, handle(comm));
+}
+
+at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm) {
+  return ReduceFromGroup::apply(x, handle(comm));
+}
+
+std::string tensor_parallel_problem(const ModelConfig& c, int size) {
+  if (size <= 1) return "";
+  auto not_divided = [&](const char* what, int64_t n) {
+    return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
+           std::to_string(size);
+  };
+  if (c.num_attention_heads % size) return not_divided("num_attention_heads", c.num_attention_heads);
+  if (c.num_key_value_heads % size)
+    return not_divided("num_key_value_heads", c.num_key_value_heads) +
+           " (replicating key/value heads over more ranks than there are is not built yet)";
+  if (c.intermediate_size % size) return not_divided("intermediate_size", c.intermediate_size);
+  if (c.vocab_size % size) return not_divided("vocab_size", c.vocab_size);
+  return "";
+}
+
+TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm) {
+  const std::string problem = tensor_parallel_problem(model->config(), comm->size());
+  SWIFT_CHECK(problem.empty(), UsageError, "tensor parallelism: " + problem, "choose a --tp_size that divides it");
+  SWIFT_CHECK(!model->is_sequence_classifier(), UsageError,
+              "tensor parallelism of a sequence classifier (reward model) is not built yet", "train it with --tp_size 1");
+  TensorParallelSplit out;
+  auto split = [&](const std::string& prefix, Linear& layer, TensorParallelRole role) {
+    SWIFT_CHECK(!layer->quantized, UsageError, "tensor parallelism of quantized layers is not built yet (" + prefix + ")",
+                "train QLoRA with --tp_size 1, or LoRA over an unquantized model with --tp_size");
+    const int64_t dim = role == TensorParallelRole::kColumn ? 0 : 1;
+    out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".weight", layer->weight, dim, *comm));
+    if (role == TensorParallelRole::kColumn && layer->bias.defined())
+      out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".bias", layer->bias, 0, *comm));
+    if (layer->adapter) layer->adapter->split_for_tensor_parallel(role, *comm, prefix, out);
+    layer->tp_role = role;
+    layer->tp_comm = comm.get();
+  };
+  for (size_t i = 0; i < model->model->layers->size(); ++i) {
+    auto layer = model->model->layers[i]->as<DecoderLayerImpl>();
+    const std::string at = "model.layers." + std::to_string(i);
+    auto& attn = layer->self_attn;
+    split(at + ".self_attn.q_proj", attn->q_proj, TensorParallelRole::kColumn);
+    split(at + ".self_attn.k_proj", attn->k_proj, TensorParallelRole::kColumn);
+    split(at + ".self_attn.v_proj", attn->v_proj, TensorParallelRole::kColumn);
+    split(at + ".self_attn.o_proj", attn->o_proj, TensorParallelRole::kRow);
+    attn->divide_heads(comm->size());
+    if (attn->q_norm) out.partial_gradients.push_back(attn->q_norm->weight);  // shared by the heads of every rank
+    if (attn->k_norm) out.partial_gradients.push_back(attn->k_norm->weight);
+    split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);
+    split(at + ".mlp.up_proj", layer->mlp->up_proj, TensorParallelRole::kColumn);
+    split(at + ".mlp.down_proj", layer->mlp->down_proj, TensorParallelRole::kRow);
+  }
+  auto& embed = model->model->embed_tokens;
+  const int64_t vocab = embed->weight.size(0);
+  out.sharded.push_back(keep_tensor_parallel_slice("model.embed_tokens.weight", embed->weight, 0, *comm));
+  embed->vocab_start = comm->rank() * (vocab / comm->size());
+  embed->tp_comm = comm.get();
+  if (model->lm_head) split("lm_head", model->lm_head, TensorParallelRole::kColumn);
+  model->set_tensor_parallel(std::move(comm));
+  return out;
+}
+
+at::Tensor vocab_parallel_cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, int64_t vocab_start,
+                                            TensorParallelComm& comm) {
+  const int64_t local_vocab = logits.size(-1);
+  at::Tensor max;
+  {
+    at::NoGradGuard no_grad;
+    max = std::get<0>(logits.detach().max(-1));
+    comm.all_reduce_max(max);
+  }
+  const auto shifted = logits - max.unsqueeze(-1);                                  // [N, V/size]
+  const auto sum_exp = reduce_from_tensor_parallel(shifted.exp().sum(-1), comm);  // [N], the whole vocabulary's
+  const auto local = targets - vocab_start;
+  const auto mine = local.ge(0).logical_and(local.lt(local_vocab));
+  const auto picked = shifted.gather(-1, at::where(mine, local, at::zeros_like(local)).unsqueeze(-1)).squeeze(-1);
+  const auto target_logit = reduce_from_tensor_parallel(at::where(mine, picked, at::zeros_like(picked)), comm);
+  const auto per_token = sum_exp.log() - target_logit;
+  return at::where(targets.ne(-100), per_token, at::zeros_like(per_token)).sum();
+}
+
+at::Tensor vocab_parallel_argmax(const at::Tensor& logits, int64_t vocab_start, TensorParallelComm& comm) {
+  at::NoGradGuard no_grad;
+  auto [value, index] = logits.detach().to(at::kDouble).max(-1);
+  at::Tensor best = value.clone();
+  comm.all_reduce_max(best);
+  // The lowest index holding the maximum, as argmax: the largest of -index over the ranks that hold it.
+  auto candidate = at::where(value.eq(best), -(index + vocab_start).to(at::kDouble),
+                             at::full_like(value, -std::numeric_limits<double>::infinity()));
+  comm.all_reduce_max(candidate);
+  return (-candidate).to(at::kLong);
+}
+
+}  // namespace swift::model

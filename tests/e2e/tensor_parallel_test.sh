@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# End-to-end: Megatron-style tensor parallelism on the CPU over c10d (Gloo), started by swift's launcher.
+# Usage: tensor_parallel_test.sh path/to/swift
+#  - TP=2 (tied embeddings: the vocabulary-parallel embedding is the head) and TP=2 with an untied head and
+#    biases (Qwen2) give one rank's losses, grad norms and final weights (fp32, 1e-5) over several steps;
+#  - DP2 x TP2 on 4 ranks equals one rank on the same global batch;
+#  - each rank holds about half the parameters (the log's per-rank figures); the checkpoint is one whole Hugging
+#    Face folder; the optimizer state a file per rank;
+#  - a TP=2 checkpoint resumes exactly at TP=2 and continues at one rank and at DP2 as one rank would (and a
+#    one-rank checkpoint at TP=2);
+#  - LoRA on every linear layer under TP=2 equals one rank, its adapter file one rank's;
+#  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
+#  - sizes that do not divide the ranks or the model, and what is not built yet (DoRA on row-split layers,
+#    --pp_size), stop with exit 2, naming the flag or the layer.
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json numpy safetensors
+
+"$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/qwen3" \
+  >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
+# Qwen2 with its q/k/v biases and an untied head: column-parallel biases and a split lm_head.
+mkdir -p "$TMP/qwen2_config" && cp "$ROOT/configs/models/qwen2-tiny/"* "$TMP/qwen2_config/"
+"$PY" - "$TMP/qwen2_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1])); c["tie_word_embeddings"] = False; json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+"$SWIFT" export --model "$TMP/qwen2_config" --init_strategy normal --seed 5 --output_dir "$TMP/qwen2" >/dev/null 2>&1 \
+  || { echo "FAIL export qwen2"; exit 1; }
+# --adam_epsilon 1e-6 as dist_test.sh: gradients at the level of summation-order noise must not decide a step.
+base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests --train_type full
+      --gradient_accumulation_steps 2 --per_device_train_batch_size 2 --learning_rate 1e-3
+      --logging_steps 1 --add_version false --num_threads 1 --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0)
+common=("${base[@]}" --max_steps 4 --save_steps 4)
+
+compare() {  # compare NAME DIR_A DIR_B: losses, grad norms and final weights agree to 1e-5
+  "$PY" - "$2" "$3" <<'P' && ok || bad "$1 differs from one rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b = sys.argv[1:3]
+def rows(d):
+    return [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(a), rows(b)
+assert len(ra) == len(rb) == 4, (len(ra), len(rb))
+worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm", "token_acc"))
+assert worst < 1e-5, (worst, ra, rb)
+wa, wb = load_file(f"{a}/checkpoint-4/model.safetensors"), load_file(f"{b}/checkpoint-4/model.safetensors")
+assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
+assert all(wa[k].shape == wb[k].shape for k in wa)
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"losses and grad norms within {worst:.1e}, weights within {diff:.1e}")
+P
+}
+
+for model in qwen3 qwen2; do
+  run "one_$model" 0 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --output_dir "$TMP/one_$model"
+  run "tp2_$model" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --tp_size 2 \
+    --output_dir "$TMP/tp2_$model"
+  has "tp2_${model}_groups" "tensor parallel: 2 ranks per group x 1 data-parallel group(s)" err
+  has "tp2_${model}_held" "tensor parallelism holds after the first step" err
+  compare "tp2_$model" "$TMP/one_$model" "$TMP/tp2_$model"
+  for r in 0 1; do
+    test -s "$TMP/tp2_$model/checkpoint-4/optimizer-rank0000$r-of-00002.safetensors" && ok \
+      || bad "tp2_$model: no optimizer state of rank $r"
+  done
+done
+# Each rank holds about half of what one rank holds (parameters + gradients + AdamW state).
+"$PY" - "$TMP/err" <<'P' && ok || bad "tp2: the per-rank memory is not about half"
+import re, sys
+text = open(sys.argv[1]).read()
+m = re.search(r"tensor parallelism holds after the first step .*?per rank: ([\d.]+) (\w+), ([\d.]+) (\w+); without the split ([\d.]+) (\w+)", text)
+assert m, "no held-memory line"
+unit = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
+a, b, whole = float(m[1]) * unit[m[2]], float(m[3]) * unit[m[4]], float(m[5]) * unit[m[6]]
+assert 0.45 < a / whole < 0.56 and 0.45 < b / whole < 0.56, (a, b, whole)
+print(f"per rank {a:.1f}, {b:.1f} MiB of {whole:.1f} MiB")
+P
+
+# Resuming: a TP=2 checkpoint continues exactly at TP=2, and at one rank and at DP2 as one rank's run does (its
+# optimizer state put back together from the ranks' slices); a one-rank checkpoint continues at TP=2 (cut into them).
+six=("${base[@]}" --max_steps 6 --save_steps 3)
+run one6 0 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --output_dir "$TMP/one6"
+run tp6 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --tp_size 2 --output_dir "$TMP/tp6"
+tail_like() {  # tail_like NAME REF_RUN RUN TOLERANCE: RUN's steps 4..6 log REF_RUN's loss and grad norm
+  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1: the resumed steps differ"
+import json, sys
+ref = {r["global_step/max_steps"]: r for r in map(json.loads, open(f"{sys.argv[1]}/logging.jsonl")) if "loss" in r}
+new = [r for r in map(json.loads, open(f"{sys.argv[2]}/logging.jsonl")) if "loss" in r]
+tol = float(sys.argv[3])
+assert [r["global_step/max_steps"] for r in new] == ["4/6", "5/6", "6/6"], new
+for r in new:
+    for k in ("loss", "grad_norm"):
+        a, b = r[k], ref[r["global_step/max_steps"]][k]
+        assert (a == b) if tol == 0 else abs(a - b) / max(1.0, abs(b)) < tol, (r["global_step/max_steps"], k, a, b)
+P
+}
+run tp6_at_tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --tp_size 2 --output_dir "$TMP/r1" \
+  --resume_from_checkpoint "$TMP/tp6/checkpoint-3"
+tail_like tp6_at_tp2 "$TMP/tp6" "$TMP/r1" 0
+run tp6_at_one 0 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --output_dir "$TMP/r2" --resume_from_checkpoint "$TMP/tp6/checkpoint-3"
+tail_like tp6_at_one "$TMP/one6" "$TMP/r2" 1e-5
+run tp6_at_dp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --per_device_train_batch_size 1 \
+  --output_dir "$TMP/r3" --resume_from_checkpoint "$TMP/tp6/checkpoint-3"
+tail_like tp6_at_dp2 "$TMP/one6" "$TMP/r3" 1e-5
+run one6_at_tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --tp_size 2 --output_dir "$TMP/r4" \
+  --resume_from_checkpoint "$TMP/one6/checkpoint-3"
+tail_like one6_at_tp2 "$TMP/one6" "$TMP/r4" 1e-5
+ls /tmp/swift-optimizer-relayout-* >/dev/null 2>&1 && bad "a relayout file was left in /tmp" || ok
+
+# LoRA on every linear layer under TP=2: B split with a column-split layer's rows, A with a row-split layer's
+# columns, the other factor whole with its partial gradients summed; the saved adapter is one rank's PEFT file.
+lora=("${common[@]/full/lora}" --target_modules all-linear --lora_rank 4 --lora_alpha 8 --lora_dropout 0)
+run one_lora 0 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --output_dir "$TMP/one_lora"
+run tp2_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --output_dir "$TMP/tp2_lora"
+"$PY" - "$TMP/one_lora" "$TMP/tp2_lora" <<'P' && ok || bad "tp2_lora differs from one rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b = sys.argv[1:3]
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(a), rows(b)
+worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm"))
+assert len(ra) == len(rb) == 4 and worst < 1e-5, (worst, ra, rb)
+wa, wb = (load_file(f"{d}/checkpoint-4/adapter_model.safetensors") for d in (a, b))
+assert wa.keys() == wb.keys() and all(wa[k].shape == wb[k].shape for k in wa), "adapter files differ in layout"
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"LoRA: losses and grad norms within {worst:.1e}, adapter within {diff:.1e}")
+P
+
+# DP2 x TP2: 4 ranks, the same global batch as one rank with twice the per-device batch.
+run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \
+  --per_device_train_batch_size 1 --output_dir "$TMP/dp2tp2"
+has dp2tp2_groups "tensor parallel: 2 ranks per group x 2 data-parallel group(s)" err
+compare dp2tp2 "$TMP/one_qwen3" "$TMP/dp2tp2"
+
+# The seeds' Megatron command line as written (ms-swift's `megatron` entry point: the same binary under that name),
+# the model and data local and the sizes scaled to 2 CPU ranks (--pp_size 1: pipeline parallelism is not built yet).
+MEGATRON="$(dirname "$SWIFT")/megatron"
+run megatron_seed 0 env NPROC_PER_NODE=2 CUDA_VISIBLE_DEVICES=0,1 "$MEGATRON" sft --model "$TMP/qwen3" \
+  --train_type full --tp_size 2 --pp_size 1 --cp_size 1 --dp_size 1 --dataset 'swift/self-cognition#32' \
+  --num_train_epochs 1 --per_device_train_batch_size 1 --gradient_accumulation_steps 16 --learning_rate 1e-5 \
+  --max_length 8192 --output_dir "$TMP/output_megatron" --use_fp16 true --save_safetensors true \
+  --model_name Tiny Tests --model_author Tests Tests
+ls "$TMP"/output_megatron/v0-*/checkpoint-2/model.safetensors >/dev/null 2>&1 && ok || bad "megatron_seed wrote no checkpoint-2"
+has megatron_seed_tp "tensor parallel: 2 ranks per group" err
+# Megatron's batch spelling: --micro_batch_size x data-parallel ranks x accumulation = --global_batch_size.
+megatron_common=()  # common without the batch flags
+skip=0
+for a in "${common[@]}"; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in --per_device_train_batch_size|--gradient_accumulation_steps) skip=1; continue ;; esac
+  megatron_common+=("$a")
+done
+run megatron_global 0 env NPROC_PER_NODE=2 "$MEGATRON" sft --model "$TMP/qwen3" "${megatron_common[@]}" --tp_size 2 \
+  --micro_batch_size 2 --global_batch_size 4 --output_dir "$TMP/megatron_global"
+compare megatron_global "$TMP/one_qwen3" "$TMP/megatron_global"
+run megatron_global_bad 2 "$MEGATRON" sft --model "$TMP/qwen3" "${megatron_common[@]}" --micro_batch_size 3 --global_batch_size 4 \
+  --output_dir "$TMP/x0"
+has megatron_global_bad "--global_batch_size 4 is not --micro_batch_size x data-parallel ranks (3)" err
+run megatron_infer 2 "$MEGATRON" infer --model "$TMP/qwen3"
+has megatron_infer "megatron has no command 'infer'" err
+
+# Sizes checked before anything loads, naming the flag; what is not built yet says so.
+run tp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 3 --output_dir "$TMP/x1"
+has tp3 "--tp_size 3 does not divide the 2 ranks" err
+run dp_mismatch 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 --output_dir "$TMP/x2"
+has dp_mismatch "--dp_size 2 x --tp_size 2 is not the 2 ranks started" err
+run pp2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --pp_size 2 --output_dir "$TMP/x3"
+has pp2 "--pipeline_model_parallel_size 2 is not available in swift yet" err
+run tp_dora 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]/full/lora}" --use_dora true --tp_size 2 \
+  --output_dir "$TMP/x4"
+has tp_dora "DoRA on model.layers.0.self_attn.o_proj, a layer split by its input" err
+"$PY" - "$TMP/qwen3/config.json" "$TMP/heads3/config.json" <<'P'
+import json, os, sys
+c = json.load(open(sys.argv[1])); c["num_attention_heads"] = 6; c["num_key_value_heads"] = 3
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); json.dump(c, open(sys.argv[2], "w"))
+P
+cp "$TMP/qwen3/"tokenizer* "$TMP/heads3/" 2>/dev/null
+run tp_heads 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/heads3" --init_strategy normal "${common[@]}" --tp_size 2 --output_dir "$TMP/x5"
+has tp_heads "num_key_value_heads (3) is not a multiple of the tensor-parallel size 2" err
+
+finish tensor_parallel
