@@ -26,7 +26,8 @@ LinearImpl::LinearImpl(int64_t in_features, int64_t out_features, bool with_bias
 at::Tensor LinearImpl::forward(const at::Tensor& x) {
   switch (tp_role) {
     case TensorParallelRole::kNone: return local_forward(x);
-    case TensorParallelRole::kColumn: return local_forward(copy_to_tensor_parallel(x, *tp_comm));
+    case TensorParallelRole::kColumn:
+    case TensorParallelRole::kColumnReplicated: return local_forward(copy_to_tensor_parallel(x, *tp_comm));
     case TensorParallelRole::kRow: {  // partial sums over this rank's input columns; the bias once, after the sum
       auto y = reduce_from_tensor_parallel(local_forward(x), *tp_comm);
       return bias.defined() ? y + bias : y;
@@ -108,16 +109,24 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at
   }
 }
 
-void AttentionImpl::divide_heads(int size) {
+void AttentionImpl::divide_heads(int size, int rank) {
   num_heads_ /= size;
-  num_kv_heads_ /= size;
+  if (num_kv_heads_ % size == 0) {
+    num_kv_heads_ /= size;
+    projected_kv_heads_ = num_kv_heads_;
+  } else {  // k/v_proj whole on every rank; rank r's query heads all share key/value head r * kv / size
+    projected_kv_heads_ = num_kv_heads_;
+    first_kv_head_ = rank * num_kv_heads_ / size;
+    num_kv_heads_ = 1;
+  }
 }
 
 at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, num_heads_, head_dim_});
-  auto k = k_proj(x).view({B, T, num_kv_heads_, head_dim_});
-  auto v = v_proj(x).view({B, T, num_kv_heads_, head_dim_}).transpose(1, 2);  // [B, Hkv, T, D]
+  const int64_t projected = projected_kv_heads_ > 0 ? projected_kv_heads_ : num_kv_heads_;
+  auto k = k_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
+  auto v = v_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
   if (q_norm) {  // Qwen3 normalises each head before RoPE
     q = q_norm(q);
     k = k_norm(k);

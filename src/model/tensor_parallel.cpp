@@ -76,9 +76,9 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
            std::to_string(size);
   };
   if (c.num_attention_heads % size) return not_divided("num_attention_heads", c.num_attention_heads);
-  if (c.num_key_value_heads % size)
-    return not_divided("num_key_value_heads", c.num_key_value_heads) +
-           " (replicating key/value heads over more ranks than there are is not built yet)";
+  if (c.num_key_value_heads % size && size % c.num_key_value_heads)
+    return "num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ") and the tensor-parallel size " +
+           std::to_string(size) + " do not divide one another";
   if (c.intermediate_size % size) return not_divided("intermediate_size", c.intermediate_size);
   if (c.vocab_size % size) return not_divided("vocab_size", c.vocab_size);
   return "";
@@ -93,10 +93,15 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
   auto split = [&](const std::string& prefix, Linear& layer, TensorParallelRole role) {
     SWIFT_CHECK(!layer->quantized, UsageError, "tensor parallelism of quantized layers is not built yet (" + prefix + ")",
                 "train QLoRA with --tp_size 1, or LoRA over an unquantized model with --tp_size");
-    const int64_t dim = role == TensorParallelRole::kColumn ? 0 : 1;
-    out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".weight", layer->weight, dim, *comm));
-    if (role == TensorParallelRole::kColumn && layer->bias.defined())
-      out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".bias", layer->bias, 0, *comm));
+    if (role == TensorParallelRole::kColumnReplicated) {  // whole here; this rank's heads' part of the gradient
+      out.partial_gradients.push_back(layer->weight);
+      if (layer->bias.defined()) out.partial_gradients.push_back(layer->bias);
+    } else {
+      const int64_t dim = role == TensorParallelRole::kColumn ? 0 : 1;
+      out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".weight", layer->weight, dim, *comm));
+      if (role == TensorParallelRole::kColumn && layer->bias.defined())
+        out.sharded.push_back(keep_tensor_parallel_slice(prefix + ".bias", layer->bias, 0, *comm));
+    }
     if (layer->adapter) layer->adapter->split_for_tensor_parallel(role, *comm, prefix, out);
     layer->tp_role = role;
     layer->tp_comm = comm.get();
@@ -106,10 +111,12 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
     const std::string at = "model.layers." + std::to_string(i);
     auto& attn = layer->self_attn;
     split(at + ".self_attn.q_proj", attn->q_proj, TensorParallelRole::kColumn);
-    split(at + ".self_attn.k_proj", attn->k_proj, TensorParallelRole::kColumn);
-    split(at + ".self_attn.v_proj", attn->v_proj, TensorParallelRole::kColumn);
+    const auto kv_role = model->config().num_key_value_heads % comm->size() == 0 ? TensorParallelRole::kColumn
+                                                                                 : TensorParallelRole::kColumnReplicated;
+    split(at + ".self_attn.k_proj", attn->k_proj, kv_role);
+    split(at + ".self_attn.v_proj", attn->v_proj, kv_role);
     split(at + ".self_attn.o_proj", attn->o_proj, TensorParallelRole::kRow);
-    attn->divide_heads(comm->size());
+    attn->divide_heads(comm->size(), comm->rank());
     if (attn->q_norm) out.partial_gradients.push_back(attn->q_norm->weight);  // shared by the heads of every rank
     if (attn->k_norm) out.partial_gradients.push_back(attn->k_norm->weight);
     split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);

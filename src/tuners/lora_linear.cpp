@@ -61,6 +61,12 @@ at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
 
 void LoraLinear::split_for_tensor_parallel(model::TensorParallelRole role, model::TensorParallelComm& comm,
                                            const std::string& prefix, model::TensorParallelSplit& split) {
+  if (role == model::TensorParallelRole::kColumnReplicated) {  // whole on every rank, each with its heads' part
+    split.partial_gradients.push_back(lora_A->weight);
+    split.partial_gradients.push_back(lora_B->weight);
+    if (use_dora()) split.partial_gradients.push_back(magnitude);
+    return;
+  }
   if (role == model::TensorParallelRole::kColumn) {
     split.sharded.push_back(model::keep_tensor_parallel_slice(prefix + ".lora_B.weight", lora_B->weight, 0, comm));
     if (use_dora())

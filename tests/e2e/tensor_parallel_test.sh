@@ -3,7 +3,7 @@
 # Usage: tensor_parallel_test.sh path/to/swift
 #  - TP=2 (tied embeddings: the vocabulary-parallel embedding is the head) and TP=2 with an untied head and
 #    biases (Qwen2) give one rank's losses, grad norms and final weights (fp32, 1e-5) over several steps;
-#  - DP2 x TP2 on 4 ranks equals one rank on the same global batch;
+#  - DP2 x TP2 on 4 ranks equals one rank on the same global batch; so does TP=2 with one KV head (replicated);
 #  - each rank holds about half the parameters (the log's per-rank figures); the checkpoint is one whole Hugging
 #    Face folder; the optimizer state a file per rank;
 #  - a TP=2 checkpoint resumes exactly at TP=2 and continues at one rank and at DP2 as one rank would (and a
@@ -76,6 +76,19 @@ a, b, whole = float(m[1]) * unit[m[2]], float(m[3]) * unit[m[4]], float(m[5]) * 
 assert 0.45 < a / whole < 0.56 and 0.45 < b / whole < 0.56, (a, b, whole)
 print(f"per rank {a:.1f}, {b:.1f} MiB of {whole:.1f} MiB")
 P
+
+# Fewer key/value heads than ranks (Megatron's replication): one KV head, TP=2; k/v_proj whole on both ranks, each
+# attending with the head its query heads share, their gradients summed over the group.
+"$PY" - "$TMP/qwen3/config.json" "$TMP/kv1_config/config.json" <<'P'
+import json, os, sys
+c = json.load(open(sys.argv[1])); c["num_key_value_heads"] = 1
+os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); json.dump(c, open(sys.argv[2], "w"))
+P
+cp "$TMP/qwen3/"tokenizer* "$TMP/kv1_config/"
+"$SWIFT" export --model "$TMP/kv1_config" --init_strategy normal --seed 5 --output_dir "$TMP/kv1" >/dev/null 2>&1 || bad "export kv1"
+run one_kv1 0 "$SWIFT" sft --model "$TMP/kv1" "${common[@]}" --output_dir "$TMP/one_kv1"
+run tp2_kv1 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/kv1" "${common[@]}" --tp_size 2 --output_dir "$TMP/tp2_kv1"
+compare tp2_kv1 "$TMP/one_kv1" "$TMP/tp2_kv1"
 
 # Resuming: a TP=2 checkpoint continues exactly at TP=2, and at one rank and at DP2 as one rank's run does (its
 # optimizer state put back together from the ranks' slices); a one-rank checkpoint continues at TP=2 (cut into them).
@@ -178,6 +191,6 @@ os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); json.dump(c, open(sys.
 P
 cp "$TMP/qwen3/"tokenizer* "$TMP/heads3/" 2>/dev/null
 run tp_heads 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/heads3" --init_strategy normal "${common[@]}" --tp_size 2 --output_dir "$TMP/x5"
-has tp_heads "num_key_value_heads (3) is not a multiple of the tensor-parallel size 2" err
+has tp_heads "num_key_value_heads (3) and the tensor-parallel size 2 do not divide one another" err
 
 finish tensor_parallel

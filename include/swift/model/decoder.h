@@ -26,8 +26,10 @@ class LinearImpl;
 class TensorParallelComm;    // tensor_parallel.h
 struct TensorParallelSplit;  // tensor_parallel.h
 
-// How a Linear takes part in tensor parallelism (tensor_parallel.h): not split, output rows split, input columns split.
-enum class TensorParallelRole { kNone, kColumn, kRow };
+// How a Linear takes part in tensor parallelism (tensor_parallel.h): not split, output rows split, input columns
+// split, or whole on every rank of the group behind the same input as a column-split layer (key/value projections
+// when there are fewer KV heads than ranks: each rank uses one head, and the gradients are partial).
+enum class TensorParallelRole { kNone, kColumn, kRow, kColumnReplicated };
 
 // What a tuner (LoRA) puts in a Linear's place: it computes the whole output from x and the base layer. Its
 // parameters are registered on the Linear itself (q_proj.lora_A.weight), so names stay PEFT's.
@@ -110,13 +112,15 @@ class AttentionImpl : public torch::nn::Module {
  public:
   AttentionImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);  // x: [B, T, C]
-  // Tensor parallelism: this rank computes 1/size of the query and key/value heads.
-  void divide_heads(int size);
+  // Tensor parallelism: this rank (of `size`) computes 1/size of the query heads and of the key/value heads, or
+  // with fewer key/value heads than ranks the one its query heads share.
+  void divide_heads(int size, int rank);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
   int64_t layer_index_, num_heads_, num_kv_heads_, head_dim_, sliding_window_;
+  int64_t projected_kv_heads_ = 0, first_kv_head_ = 0;  // k/v_proj's heads, and the first this rank attends with
 };
 TORCH_MODULE(Attention);
 

@@ -37,8 +37,9 @@ at::Tensor copy_to_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm
 // All-reduce (sum) forward, identity backward (Megatron's g).
 at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm);
 
-// What keeps `config` from being split over `size` ranks ("" when nothing): heads, KV heads, MLP width and
-// vocabulary must divide.
+// What keeps `config` from being split over `size` ranks ("" when nothing): heads, MLP width and vocabulary must
+// divide; KV heads divide, or (fewer KV heads than ranks: k/v_proj kept whole on every rank, Megatron's
+// replication) divide the size.
 std::string tensor_parallel_problem(const ModelConfig& config, int size);
 
 // One sharded parameter: its name, the dimension it is split along and its whole size there.
