@@ -12,7 +12,9 @@
 #include "swift/core/progress.h"
 #include "swift/data/dataset.h"
 #include "swift/data/training_rows.h"
+#include "swift/model/model_config.h"
 #include "swift/model/parameter_layout.h"
+#include "swift/model/tensor_parallel.h"
 #include "swift/quant/quant_config.h"
 #include "swift/train/checkpoints.h"
 #include "swift/train/evaluation.h"
@@ -151,6 +153,13 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   // reported before minutes of loading.
   data::check_local_datasets(options.data.datasets, "--dataset");
   data::check_local_datasets(options.data.val_datasets, "--val_dataset");
+  // A tensor-parallel size the model's heads, MLP width or vocabulary do not divide: said before the weights load.
+  if (options.parallel.tp_size > 1 && fs::exists(options.model.dir / "config.json")) {
+    const std::string problem = model::tensor_parallel_problem(model::load_model_config(options.model.dir),
+                                                               static_cast<int>(options.parallel.tp_size));
+    SWIFT_CHECK(problem.empty(), UsageError, "--tp_size " + std::to_string(options.parallel.tp_size) + ": " + problem,
+                "choose a --tp_size that divides it");
+  }
   // Build the model, then the data it is encoded for, then what the command trains it for.
   TrainingModel policy = build_training_model(options, hooks, *parallel);
   const int64_t batch = options.loop.per_device_train_batch_size;

@@ -192,5 +192,6 @@ P
 cp "$TMP/qwen3/"tokenizer* "$TMP/heads3/" 2>/dev/null
 run tp_heads 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/heads3" --init_strategy normal "${common[@]}" --tp_size 2 --output_dir "$TMP/x5"
 has tp_heads "num_key_value_heads (3) and the tensor-parallel size 2 do not divide one another" err
+grep -q "parameters:" "$TMP/err" && bad "tp_heads: found only after the model loaded" || ok
 
 finish tensor_parallel
