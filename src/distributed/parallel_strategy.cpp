@@ -125,6 +125,21 @@ std::string ParallelStrategy::optimizer_state_file() const {
   return shards_optimizer_state() ? optimizer_shard_name(rank(), world_size()) : "optimizer.safetensors";
 }
 
+void ParallelStrategy::log_time_in_collectives(const std::vector<const ProcessGroup*>& groups) {
+  if (!group_) return;
+  std::vector<double> per_rank(static_cast<size_t>(world_size()), 0.0);
+  for (const ProcessGroup* g : groups)
+    if (g) per_rank[static_cast<size_t>(rank())] += g->seconds_waiting();
+  per_rank = group_->sum(per_rank);
+  std::string text;
+  for (size_t r = 0; r < per_rank.size(); ++r) {
+    char one[32];
+    std::snprintf(one, sizeof(one), "%s%.2f", r ? ", " : "", per_rank[r]);
+    text += one;
+  }
+  log_info("time waiting for collectives per rank (s): ", text);
+}
+
 std::vector<ParameterSlice> ParallelStrategy::parameter_slices() const {
   std::vector<ParameterSlice> out;
   for (size_t i = 0; i < trainable_.size(); ++i)

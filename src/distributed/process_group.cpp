@@ -14,6 +14,8 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
@@ -42,18 +44,34 @@ struct PendingCollective::Impl {
   c10::intrusive_ptr<c10d::Work> work;
   // Gloo with a CUDA tensor: the collective ran on `staged`, a CPU copy, whose result goes back into `target`.
   at::Tensor staged, target;
+  std::shared_ptr<std::atomic<int64_t>> waited_ns;  // the group's time spent waiting
 };
+
+namespace {
+
+// Runs fn() and adds its wall time to `waited_ns`.
+template <typename Fn>
+void timed(std::atomic<int64_t>& waited_ns, Fn&& fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  waited_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
 
 void PendingCollective::wait() {
   if (!impl_) return;
   const auto impl = std::move(impl_);
-  guarded_collective(impl->what, impl->rank, impl->world_size, [&] { impl->work->wait(impl->timeout); });
+  timed(*impl->waited_ns, [&] {
+    guarded_collective(impl->what, impl->rank, impl->world_size, [&] { impl->work->wait(impl->timeout); });
+  });
   if (impl->target.defined()) impl->target.copy_(impl->staged);
 }
 
 struct ProcessGroup::Impl {
   int rank = 0, world_size = 1;
   std::string backend_name;
+  std::shared_ptr<std::atomic<int64_t>> waited_ns = std::make_shared<std::atomic<int64_t>>(0);
   c10::Device device{c10::kCPU};
   std::chrono::milliseconds timeout{0};
   c10::intrusive_ptr<c10d::Store> store;
@@ -94,7 +112,8 @@ struct ProcessGroup::Impl {
   template <typename Launch>
   PendingCollective start(const char* what, Launch&& launch, at::Tensor& tensor) {
     PendingCollective out;
-    out.impl_ = std::make_shared<PendingCollective::Impl>(PendingCollective::Impl{what, rank, world_size, timeout, {}, {}, {}});
+    out.impl_ = std::make_shared<PendingCollective::Impl>(
+        PendingCollective::Impl{what, rank, world_size, timeout, {}, {}, {}, waited_ns});
     const bool stage = backend_name == "gloo" && tensor.is_cuda();
     if (stage) {
       out.impl_->staged = tensor.to(c10::kCPU);
@@ -169,6 +188,7 @@ std::unique_ptr<ProcessGroup> ProcessGroup::connect(const DistEnv& env, c10::Dev
 }
 
 int ProcessGroup::rank() const { return impl_->rank; }
+double ProcessGroup::seconds_waiting() const { return static_cast<double>(impl_->waited_ns->load()) * 1e-9; }
 int ProcessGroup::world_size() const { return impl_->world_size; }
 const std::string& ProcessGroup::backend_name() const { return impl_->backend_name; }
 
@@ -212,7 +232,9 @@ at::Tensor ProcessGroup::all_gather(const at::Tensor& tensor, int64_t dim) {
   std::vector<at::Tensor> input{stage ? tensor.to(c10::kCPU).contiguous() : tensor.contiguous()};
   std::vector<std::vector<at::Tensor>> outputs(1);
   for (int r = 0; r < impl_->world_size; ++r) outputs[0].push_back(at::empty_like(input[0]));
-  impl_->guarded("all-gather", [&] { impl_->backend->allgather(outputs, input)->wait(impl_->timeout); });
+  timed(*impl_->waited_ns, [&] {
+    impl_->guarded("all-gather", [&] { impl_->backend->allgather(outputs, input)->wait(impl_->timeout); });
+  });
   return at::cat(outputs[0], dim).to(tensor.device());
 }
 

@@ -128,6 +128,8 @@ std::vector<ParameterSlice> TensorParallel::parameter_slices() const {
   return out;
 }
 
+void TensorParallel::end_training() { log_time_in_collectives({group_.get(), tp_group_.get(), dp_group_.get()}); }
+
 void TensorParallel::begin_save(bool trainable_only) {
   at::NoGradGuard no_grad;
   slices_while_saving_.clear();

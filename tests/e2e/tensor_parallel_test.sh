@@ -59,6 +59,7 @@ for model in qwen3 qwen2; do
     --output_dir "$TMP/tp2_$model"
   has "tp2_${model}_groups" "tensor parallel: 2 ranks per group x 1 data-parallel group(s)" err
   has "tp2_${model}_held" "tensor parallelism holds after the first step" err
+  has "tp2_${model}_waiting" "time waiting for collectives per rank (s)" err
   compare "tp2_$model" "$TMP/one_$model" "$TMP/tp2_$model"
   for r in 0 1; do
     test -s "$TMP/tp2_$model/checkpoint-4/optimizer-rank0000$r-of-00002.safetensors" && ok \

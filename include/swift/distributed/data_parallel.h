@@ -25,6 +25,7 @@ class DataParallel : public ParallelStrategy {
   void finish_gradients(bool first_step) override;
   double clip_gradients(double max_norm, bool& overflow) override;
   void after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) override;
+  void end_training() override { log_time_in_collectives({group_.get()}); }
   bool shards_optimizer_state() const override { return zero_.stage > 0; }
 
  private:

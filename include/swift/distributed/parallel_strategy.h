@@ -157,6 +157,8 @@ class ParallelStrategy {
   void log_held_memory(const std::string& what, model::CausalLM& model, const std::vector<at::Tensor>& optimizer_state);
   // The trainable parameters as this rank holds them (whole, unless a strategy splits them).
   virtual std::vector<ParameterSlice> parameter_slices() const;
+  // At the end of training: each rank's wall time in the collectives of `groups` (what overlap did not hide), logged.
+  void log_time_in_collectives(const std::vector<const ProcessGroup*>& groups);
   // clip_gradients when each rank holds only its own parameters' gradients: the overflow of any rank counts for
   // all, and the norm adds every rank's squares.
   double clip_sharded_gradients(double max_norm, bool& overflow);

@@ -49,6 +49,8 @@ class ProcessGroup {
   int rank() const;
   int world_size() const;
   const std::string& backend_name() const;  // "gloo" or "nccl"
+  // Wall time this rank has spent waiting for this group's collectives to finish (what overlap did not hide).
+  double seconds_waiting() const;
 
   // In place, on the group's device: the sum over ranks / rank root's values.
   void all_reduce_sum(at::Tensor& tensor);

@@ -43,6 +43,7 @@ class TensorParallel : public ParallelStrategy {
   void finish_gradients(bool first_step) override;
   double clip_gradients(double max_norm, bool& overflow) override;
   void after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) override;
+  void end_training() override;
   void begin_save(bool trainable_only) override;
   void end_save() override;
   bool shards_optimizer_state() const override { return true; }
