@@ -39,7 +39,7 @@ std::pair<int64_t, int64_t> split_dim(at::IntArrayRef part, const std::vector<in
   int64_t dim = -1;
   for (size_t d = 0; d < whole.size(); ++d) {
     if (part[d] == whole[d]) continue;
-    if (dim >= 0 || part[d] == 0 || whole[d] % part[d] != 0) return {-1, 1};
+    if (dim >= 0 || part[d] == 0 || whole[d] <= part[d] || whole[d] % part[d] != 0) return {-1, 1};
     dim = static_cast<int64_t>(d);
   }
   return dim < 0 ? std::pair<int64_t, int64_t>{-1, 1} : std::pair<int64_t, int64_t>{dim, whole[dim] / part[dim]};

@@ -148,6 +148,9 @@ std::vector<ParameterSlice> ParallelStrategy::parameter_slices() const {
 }
 
 std::optional<fs::path> ParallelStrategy::relayout_optimizer_state(const std::vector<fs::path>& files) const {
+  // Parameter sharding keeps released parameters empty between uses: their shapes say nothing here, and ZeRO-3
+  // reads whole-parameter state anyway (a tensor-parallel checkpoint is not resumed under ZeRO-3).
+  if (shards_parameters()) return std::nullopt;
   return distributed::relayout_optimizer_state(files, parameter_slices(), fs::temp_directory_path(), rank());
 }
 
