@@ -24,8 +24,6 @@ namespace swift::distributed {
 
 namespace {
 
-int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
 // The process's memory high-water mark (the GPU's peak reserved memory, or the peak resident set), in bytes.
 double memory_high_water_bytes(const c10::Device& device) {
   return peak_memory_gib(device.is_cuda() ? device.index() : -1) * (1 << 30);
@@ -87,11 +85,11 @@ void ParallelStrategy::log_loaded(const model::CausalLM& model, double memory_be
 void ParallelStrategy::assign_ownership(model::CausalLM& model) {
   model_ = model;
   for (const auto& item : model->named_parameters()) {
-    full_parameter_bytes_ += bytes_of(item.value());
+    full_parameter_bytes_ += static_cast<int64_t>(item.value().nbytes());
     if (!item.value().requires_grad()) continue;
     trainable_names_.push_back(item.key());
     trainable_.push_back(item.value());
-    full_trainable_bytes_ += bytes_of(item.value());
+    full_trainable_bytes_ += static_cast<int64_t>(item.value().nbytes());
     owned_.emplace_back(item.key(), item.value());
   }
 }
@@ -192,7 +190,7 @@ void ParallelStrategy::log_held_memory(const std::string& what, model::CausalLM&
   const size_t world = static_cast<size_t>(world_size());
   std::vector<double> per_rank(2 * world, 0.0);  // [device bytes per rank..., CPU RAM bytes per rank...]
   auto add = [&](const at::Tensor& t) {
-    per_rank[static_cast<size_t>(rank()) + (t.device() == device ? 0 : world)] += static_cast<double>(bytes_of(t));
+    per_rank[static_cast<size_t>(rank()) + (t.device() == device ? 0 : world)] += static_cast<double>(t.nbytes());
   };
   for (const auto& p : model->parameters()) add(p);  // parameter sharding: released parameters hold nothing
   for (const auto& p : trainable_)

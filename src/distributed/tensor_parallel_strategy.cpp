@@ -26,8 +26,6 @@ class GroupComm : public model::TensorParallelComm {
   ProcessGroup& group_;
 };
 
-int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
 std::vector<int> ranks_from(int first, int count, int stride) {
   std::vector<int> out;
   for (int i = 0; i < count; ++i) out.push_back(first + i * stride);
@@ -58,8 +56,8 @@ void TensorParallel::assign_ownership(model::CausalLM& model) {
   ParallelStrategy::assign_ownership(model);
   int64_t held = 0, whole = 0;
   for (const auto& s : sharded_) {
-    held += bytes_of(s.parameter);
-    whole += bytes_of(s.parameter) * s.full_size / s.parameter.size(s.dim);
+    held += static_cast<int64_t>(s.parameter.nbytes());
+    whole += static_cast<int64_t>(s.parameter.nbytes()) * s.full_size / s.parameter.size(s.dim);
   }
   // What one rank would hold without the split (the held-memory log compares with it).
   full_parameter_bytes_ += whole - held;

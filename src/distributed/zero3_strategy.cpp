@@ -15,8 +15,6 @@ namespace swift::distributed {
 
 namespace {
 
-int64_t bytes_of(const at::Tensor& t) { return t.numel() * static_cast<int64_t>(t.element_size()); }
-
 bool contains(const std::vector<at::Tensor>& list, const at::Tensor& t) {
   return std::any_of(list.begin(), list.end(), [&](const at::Tensor& u) { return u.is_same(t); });
 }
@@ -87,7 +85,7 @@ void Zero3Strategy::assign_ownership(model::CausalLM& model) {
   std::vector<int64_t> bytes;
   for (const auto& item : model->named_parameters()) {
     names.push_back(item.key());
-    bytes.push_back(bytes_of(item.value()));
+    bytes.push_back(static_cast<int64_t>(item.value().nbytes()));
   }
   owners_ = owners_by_name_.owners(names, bytes);  // as the loader read, and new ones
   std::map<std::string, int> owner_of;
@@ -109,13 +107,13 @@ ParallelFootprint Zero3Strategy::footprint(model::CausalLM& model) const {
   const auto around_use = model::gathered_around_use(model);
   for (const auto& layer : layout.layers) {
     int64_t bytes = 0;
-    for (size_t i : layer) bytes += bytes_of(layout.tensors[i]);
+    for (size_t i : layer) bytes += static_cast<int64_t>(layout.tensors[i].nbytes());
     f.layer_weight_bytes = std::max(f.layer_weight_bytes, bytes);
   }
   int64_t per_use = 0;
   for (size_t i : layout.outer) {
-    if (contains(around_use, layout.tensors[i])) per_use = std::max(per_use, bytes_of(layout.tensors[i]));
-    else f.outer_weight_bytes += bytes_of(layout.tensors[i]);
+    if (contains(around_use, layout.tensors[i])) per_use = std::max(per_use, static_cast<int64_t>(layout.tensors[i].nbytes()));
+    else f.outer_weight_bytes += static_cast<int64_t>(layout.tensors[i].nbytes());
   }
   f.outer_weight_bytes += per_use;
   return f;
