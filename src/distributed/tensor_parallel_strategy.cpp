@@ -54,6 +54,11 @@ void TensorParallel::assign_ownership(model::CausalLM& model) {
   sharded_ = std::move(split.sharded);
   partial_gradients_ = std::move(split.partial_gradients);
   ParallelStrategy::assign_ownership(model);
+  for (const auto& p : trainable_) {  // once: clip_gradients adds the split ones' squares over the group
+    const bool is_split = std::any_of(sharded_.begin(), sharded_.end(),
+                                      [&](const model::ShardedParameter& s) { return s.parameter.is_same(p); });
+    (is_split ? split_trainable_ : replicated_trainable_).push_back(p);
+  }
   int64_t held = 0, whole = 0;
   for (const auto& s : sharded_) {
     held += static_cast<int64_t>(s.parameter.nbytes());
@@ -94,13 +99,7 @@ void TensorParallel::finish_gradients(bool first_step) {
 
 double TensorParallel::clip_gradients(double max_norm, bool& overflow) {
   overflow = group_->sum({overflow ? 1.0 : 0.0})[0] > 0;
-  std::vector<at::Tensor> split, replicated;
-  for (const auto& p : trainable_) {
-    const bool is_split = std::any_of(sharded_.begin(), sharded_.end(),
-                                      [&](const model::ShardedParameter& s) { return s.parameter.is_same(p); });
-    (is_split ? split : replicated).push_back(p);
-  }
-  const double split_norm = gradient_norm(split), replicated_norm = gradient_norm(replicated);
+  const double split_norm = gradient_norm(split_trainable_), replicated_norm = gradient_norm(replicated_trainable_);
   const double norm = std::sqrt(tp_group_->sum({split_norm * split_norm})[0] + replicated_norm * replicated_norm);
   const double coefficient = max_norm / (norm + 1e-6);  // as clip_grad_norm_
   if (max_norm > 0 && coefficient < 1.0) scale_gradients(trainable_, coefficient);

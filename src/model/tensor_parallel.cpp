@@ -154,7 +154,9 @@ at::Tensor vocab_parallel_cross_entropy_sum(const at::Tensor& logits, const at::
 
 at::Tensor vocab_parallel_argmax(const at::Tensor& logits, int64_t vocab_start, TensorParallelComm& comm) {
   at::NoGradGuard no_grad;
-  auto [value, index] = logits.detach().to(at::kDouble).max(-1);
+  // The maximum in the logits' own dtype, then only the [N] maxima widened (exactly): no double copy of [N, V/size].
+  auto [local_max, index] = logits.detach().max(-1);
+  const at::Tensor value = local_max.to(at::kDouble);
   at::Tensor best = value.clone();
   comm.all_reduce_max(best);
   // The lowest index holding the maximum, as argmax: the largest of -index over the ranks that hold it.

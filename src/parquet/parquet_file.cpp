@@ -80,11 +80,14 @@ std::vector<nlohmann::json> read_parquet_bytes(std::string_view bytes, const std
 }
 
 std::vector<nlohmann::json> read_parquet_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   SWIFT_CHECK(in.good(), DataError, "cannot open " + path.string(), "check the path and its permissions");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return read_parquet_bytes(buffer.str(), path.string());
+  // Read straight into one buffer of the file's size (a stringstream would hold the file twice).
+  std::string bytes(static_cast<size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  SWIFT_CHECK(in.read(bytes.data(), static_cast<std::streamsize>(bytes.size())), DataError,
+              "cannot read " + path.string(), "check the file and its permissions");
+  return read_parquet_bytes(bytes, path.string());
 }
 
 }  // namespace swift::parquet

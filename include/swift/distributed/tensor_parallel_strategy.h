@@ -56,6 +56,7 @@ class TensorParallel : public ParallelStrategy {
   std::unique_ptr<ProcessGroup> tp_group_, dp_group_;  // dp_group_ null with one TP group
   std::vector<model::ShardedParameter> sharded_;
   std::vector<at::Tensor> partial_gradients_;
+  std::vector<at::Tensor> split_trainable_, replicated_trainable_;  // trainable_, by whether the group splits them
   std::vector<std::pair<model::ShardedParameter*, at::Tensor>> slices_while_saving_;  // between begin_ and end_save
   std::optional<GradientSync> dp_sync_;
 };
