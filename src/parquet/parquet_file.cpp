@@ -6,7 +6,6 @@
 
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "column_chunk.h"
 #include "record_assembly.h"
