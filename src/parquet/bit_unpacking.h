@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace swift::parquet {
@@ -17,6 +18,7 @@ uint64_t unpack_bits(std::string_view data, uint64_t bit, int width);
 class RleBitPackedDecoder {
  public:
   RleBitPackedDecoder(std::string_view data, int width);
+  RleBitPackedDecoder(std::string&&, int) = delete;  // it only views its bytes: keep them alive
 
   // Fills out[0..n); DataError when the data holds fewer values.
   void read(uint32_t* out, size_t n);

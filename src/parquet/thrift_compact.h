@@ -29,6 +29,8 @@ class CompactReader {
   // `what` and `file_offset` (where `bytes` start in the file) name the place in messages.
   explicit CompactReader(std::string_view bytes, const char* what = "Parquet metadata", size_t file_offset = 0)
       : bytes_(bytes), what_(what), file_offset_(file_offset) {}
+  // The reader only views its bytes: a temporary string would be freed before the first read.
+  CompactReader(std::string&&, const char* = nullptr, size_t = 0) = delete;
 
   // Reads one struct, calling on_field(field) for each of its fields; on_field must consume the value (a read_*
   // call or skip(field.type)).

@@ -82,11 +82,15 @@ TEST(ThriftCompact, FieldsListsAndSkipping) {
   EXPECT_EQ(r.position(), bytes.size());
 
   // A list claiming more elements than bytes, a string running past the end, nesting too deep: DataError.
-  CompactReader lying(std::string{0x19, static_cast<char>(0xF5), 0x7F});
+  // (The reader views its bytes: each buffer is a named string that outlives its reader.)
+  const std::string lying_bytes = {0x19, static_cast<char>(0xF5), 0x7F};
+  CompactReader lying(lying_bytes);
   EXPECT_THROW(lying.read_struct([&](const CompactReader::Field& f) { lying.skip(f.type); }), DataError);
-  CompactReader long_string(std::string{0x18, 0x09, 'a'});
+  const std::string long_string_bytes = {0x18, 0x09, 'a'};
+  CompactReader long_string(long_string_bytes);
   EXPECT_THROW(long_string.read_struct([&](const CompactReader::Field& f) { long_string.skip(f.type); }), DataError);
-  CompactReader deep(std::string(100, 0x1C));
+  const std::string deep_bytes(100, 0x1C);
+  CompactReader deep(deep_bytes);
   EXPECT_THROW(deep.read_struct([&](const CompactReader::Field& f) { deep.skip(f.type); }), DataError);
 }
 
