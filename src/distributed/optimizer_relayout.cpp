@@ -72,14 +72,17 @@ std::optional<fs::path> relayout_optimizer_state(const std::vector<fs::path>& fi
         out.emplace_back(entry.name, saved);
         continue;
       }
-      // The whole tensor: as saved, or put together from the slices of TP ranks 0..k-1.
+      // The whole tensor: as saved, or put together from the slices of one TP group.
       at::Tensor whole = saved;
       const auto [dim, parts] = split_dim(saved.sizes(), p->whole_shape);
       if (dim >= 0) {
         std::vector<at::Tensor> pieces;
         for (int r = 0; r < parts; ++r) {
-          const auto it = by_rank.find(r);
-          SWIFT_CHECK(it != by_rank.end() && it->second->contains(entry.name), DataError,
+          // Slice r came from a rank whose TP rank (rank % parts, TP being innermost) is r: the first such rank
+          // that wrote this entry (a later pipeline stage's ranks do not start at 0).
+          auto it = by_rank.begin();
+          while (it != by_rank.end() && (it->first % parts != r || !it->second->contains(entry.name))) ++it;
+          SWIFT_CHECK(it != by_rank.end(), DataError,
                       where + ": the optimizer state " + entry.name + " is split in " + std::to_string(parts) +
                           " but rank " + std::to_string(r) + "'s part is missing",
                       "copy every optimizer-rank*-of-*.safetensors of that checkpoint, or resume with --resume_only_model true");

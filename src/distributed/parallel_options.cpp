@@ -15,10 +15,12 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"sequence_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Ulysses); only 1 for now: each rank trains whole sequences"},
       {"use_ulysses", FlagType::kBool, "false", "Ulysses sequence parallelism over every rank (--sequence_parallel_size = the world size); one rank has nothing to split"},
       {"tensor_model_parallel_size", FlagType::kInt, "1", "ranks that split every large weight (Megatron tensor parallelism: heads, MLP width and vocabulary); consecutive ranks, so keep a group within a node", {"tp_size"}},
-      {"pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages (Megatron); only 1 for now", {"pp_size"}},
+      {"pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages (Megatron): consecutive layers per stage, the 1F1B schedule over each step's micro-batches (--gradient_accumulation_steps); the outermost split, so stages may sit on different nodes", {"pp_size"}},
+      {"decoder_first_pipeline_num_layers", FlagType::kInt, "0", "layers of the first pipeline stage (0: an even split; the others share the rest)"},
+      {"decoder_last_pipeline_num_layers", FlagType::kInt, "0", "layers of the last pipeline stage (0: an even split; the others share the rest)"},
       {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism); only 1 for now", {"cp_size"}},
       {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split a MoE layer's experts; only 1 for now", {"ep_size"}},
-      {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "interleaved pipeline stages per rank; only 1 for now"},
+      {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
       {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
       {"sequence_parallel", FlagType::kBool, "false", "Megatron sequence parallelism (the norm regions' activations split over the tensor-parallel group); not built yet: the run keeps them whole and says so"},
   };
@@ -29,27 +31,38 @@ namespace {
 // Megatron's sizes: checked against the world size before anything loads.
 void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& options, cli::Problems& problems) {
   options.tp_size = flags.integer("tensor_model_parallel_size");
+  options.pp_size = flags.integer("pipeline_model_parallel_size");
+  options.first_stage_layers = flags.integer("decoder_first_pipeline_num_layers");
+  options.last_stage_layers = flags.integer("decoder_last_pipeline_num_layers");
   problems.at_least("tensor_model_parallel_size", options.tp_size, 1, "ranks, e.g. 2");
-  for (const char* flag : {"pipeline_model_parallel_size", "context_parallel_size", "expert_model_parallel_size",
-                           "virtual_pipeline_model_parallel_size"})
+  problems.at_least("pipeline_model_parallel_size", options.pp_size, 1, "stages, e.g. 2");
+  problems.at_least("decoder_first_pipeline_num_layers", options.first_stage_layers, 0, "layers (0: an even split)");
+  problems.at_least("decoder_last_pipeline_num_layers", options.last_stage_layers, 0, "layers (0: an even split)");
+  options.virtual_stages = flags.integer("virtual_pipeline_model_parallel_size");
+  problems.at_least("virtual_pipeline_model_parallel_size", options.virtual_stages, 1, "stages per rank, e.g. 2");
+  problems.check(options.virtual_stages == 1 || options.pp_size > 1,
+                 "--virtual_pipeline_model_parallel_size " + std::to_string(options.virtual_stages) + " needs pipeline stages",
+                 "add --pp_size 2 (or more), or drop it");
+  for (const char* flag : {"context_parallel_size", "expert_model_parallel_size"})
     problems.check(flags.integer(flag) == 1, "--" + std::string(flag) + " " + std::to_string(flags.integer(flag)) +
-                                                 " is not available in swift yet (tensor and data parallelism are)",
-                   "use --tp_size for the model and the remaining ranks for data parallelism");
+                                                 " is not available in swift yet (tensor, pipeline and data parallelism are)",
+                   "use --tp_size and --pp_size for the model and the remaining ranks for data parallelism");
   const int64_t world = options.env.world_size;
-  if (options.tp_size < 1) return;
-  problems.check(world % options.tp_size == 0,
-                 "--tp_size " + std::to_string(options.tp_size) + " does not divide the " + std::to_string(world) +
-                     " ranks (WORLD_SIZE)",
-                 "start a multiple of " + std::to_string(options.tp_size) + " ranks (NPROC_PER_NODE x NNODES), or change --tp_size");
+  if (options.tp_size < 1 || options.pp_size < 1) return;
+  const int64_t split = options.model_parallel_size();
+  const std::string sizes = "--tp_size " + std::to_string(options.tp_size) + " x --pp_size " + std::to_string(options.pp_size);
+  problems.check(world % split == 0,
+                 sizes + " (" + std::to_string(split) + ") does not divide the " + std::to_string(world) + " ranks (WORLD_SIZE)",
+                 "start a multiple of " + std::to_string(split) + " ranks (NPROC_PER_NODE x NNODES), or change the sizes");
   const int64_t dp = flags.integer("dp_size");
-  problems.check(dp == 0 || dp * options.tp_size == world,
-                 "--dp_size " + std::to_string(dp) + " x --tp_size " + std::to_string(options.tp_size) + " is not the " +
-                     std::to_string(world) + " ranks started",
-                 "drop --dp_size (it is what the ranks leave), or start " + std::to_string(dp * options.tp_size) + " ranks");
-  problems.check(options.tp_size == 1 || options.zero.stage == 0,
-                 "--deepspeed " + options.zero.source + " with --tp_size " + std::to_string(options.tp_size) +
-                     " is not available yet (Megatron's distributed optimizer)",
-                 "drop --deepspeed: each rank then keeps the optimizer state of its own slices");
+  problems.check(dp == 0 || dp * split == world,
+                 "--dp_size " + std::to_string(dp) + " x " + sizes + " is not the " + std::to_string(world) + " ranks started",
+                 "drop --dp_size (it is what the ranks leave), or start " + std::to_string(dp * split) + " ranks");
+  problems.check(split == 1 || options.zero.stage == 0,
+                 "--deepspeed " + options.zero.source + " with " + sizes + " is not available yet (Megatron's distributed optimizer)",
+                 "drop --deepspeed: each rank then keeps the optimizer state of its own part of the model");
+  problems.check(options.pp_size > 1 || (options.first_stage_layers == 0 && options.last_stage_layers == 0),
+                 "--decoder_first/last_pipeline_num_layers need pipeline stages", "add --pp_size, or drop them");
   if (flags.boolean("sequence_parallel") && options.tp_size > 1)
     log_info("--sequence_parallel: the norm regions' activations stay whole on every tensor-parallel rank (sequence "
              "parallelism is not built yet); the numbers are the same, the activation memory is not split");

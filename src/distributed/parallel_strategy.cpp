@@ -14,7 +14,7 @@
 #include "swift/core/memory.h"
 #include "swift/distributed/data_parallel.h"
 #include "swift/distributed/gradient_norm.h"
-#include "swift/distributed/tensor_parallel_strategy.h"
+#include "swift/distributed/model_parallel_strategy.h"
 #include "swift/distributed/zero3_strategy.h"
 #include "swift/model/param_sharding.h"
 
@@ -44,6 +44,25 @@ ParallelStrategy::~ParallelStrategy() = default;
 
 std::vector<double> ParallelStrategy::sum(const std::vector<double>& values) {
   return group_ ? group_->sum(values) : values;
+}
+
+void ParallelStrategy::run_micro_batches(MicroBatches& batches, bool backward) {
+  for (size_t k = 0; k < batches.size(); ++k) {
+    const bool last = k + 1 == batches.size();
+    if (!batches.present(k)) {
+      if (backward) skip_micro_batch(last);
+      continue;
+    }
+    if (!backward) {
+      batches.loss(k);
+      continue;
+    }
+    begin_micro_batch(last);
+    const at::Tensor loss = batches.loss(k);
+    before_backward(last);
+    loss.backward();
+    end_micro_batch(last);
+  }
 }
 
 std::string ParallelStrategy::share(const std::string& key, const std::string& value) {
@@ -192,7 +211,8 @@ void ParallelStrategy::log_held_memory(const std::string& what, model::CausalLM&
   auto add = [&](const at::Tensor& t) {
     per_rank[static_cast<size_t>(rank()) + (t.device() == device ? 0 : world)] += static_cast<double>(t.nbytes());
   };
-  for (const auto& p : model->parameters()) add(p);  // parameter sharding: released parameters hold nothing
+  for (const auto& p : model->parameters())  // released (ZeRO-3) and other stages' (pipeline) parameters hold nothing
+    if (model::holds_values(p)) add(p);
   for (const auto& p : trainable_)
     if (p.grad().defined()) add(p.grad());
   for (const auto& t : optimizer_state) add(t);
@@ -253,8 +273,15 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
   zero.offload_optimizer = zero.offload_optimizer && cuda;
   if (!group) return std::make_unique<SingleProcess>(device, zero);
   std::unique_ptr<ParallelStrategy> strategy;
-  if (options.tp_size > 1)
-    strategy = std::make_unique<TensorParallel>(std::move(group), device, zero, static_cast<int>(options.tp_size));
+  if (options.model_parallel_size() > 1) {
+    ModelParallelSizes sizes;
+    sizes.tp = static_cast<int>(options.tp_size);
+    sizes.pp = static_cast<int>(options.pp_size);
+    sizes.virtual_stages = static_cast<int>(options.virtual_stages);
+    sizes.first_stage_layers = options.first_stage_layers;
+    sizes.last_stage_layers = options.last_stage_layers;
+    strategy = std::make_unique<ModelParallel>(std::move(group), device, zero, sizes);
+  }
   else if (zero.stage == 3) strategy = std::make_unique<Zero3Strategy>(std::move(group), device, zero);
   else strategy = std::make_unique<DataParallel>(std::move(group), device, zero);
   strategy->local_world_size_ = options.env.local_world_size;

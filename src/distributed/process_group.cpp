@@ -217,6 +217,16 @@ PendingCollective ProcessGroup::start_reduce_sum(at::Tensor& tensor, int root) {
   }, tensor);
 }
 
+PendingCollective ProcessGroup::start_send(at::Tensor& tensor, int dst, int tag) {
+  return impl_->start("send", [&](std::vector<at::Tensor>& tensors) { return impl_->backend->send(tensors, dst, tag); },
+                      tensor);
+}
+
+PendingCollective ProcessGroup::start_recv(at::Tensor& tensor, int src, int tag) {
+  return impl_->start("receive", [&](std::vector<at::Tensor>& tensors) { return impl_->backend->recv(tensors, src, tag); },
+                      tensor);
+}
+
 void ProcessGroup::all_reduce_sum(at::Tensor& tensor) { start_all_reduce_sum(tensor).wait(); }
 
 void ProcessGroup::all_reduce_max(at::Tensor& tensor) {

@@ -322,10 +322,16 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
     }
   }
 
-  auto x = model->embed_tokens(ids);
+  const PipelineStage* stage = pipeline_stage_.get();
+  SWIFT_ASSERT(!stage || !args.cache, "a pipeline stage does not generate");
+  SWIFT_ASSERT(!stage || stage->first || stage->input.defined(), "a later pipeline stage runs on the previous one's output");
+  auto x = !stage || stage->first ? model->embed_tokens(ids) : stage->input;
   const bool checkpoint = gradient_checkpointing_ && is_training() && at::GradMode::is_enabled() && !args.cache;
   ParamSharding* sharding = param_sharding();  // ZeRO-3: each layer's parameters are gathered around its use
-  for (const auto& layer : *model->layers) {
+  const int64_t first_layer = stage ? stage->first_layer : 0;
+  const int64_t end_layer = stage ? stage->end_layer : static_cast<int64_t>(model->layers->size());
+  for (int64_t i = first_layer; i < end_layer; ++i) {
+    const auto& layer = model->layers->ptr(static_cast<size_t>(i));
     if (checkpoint) {  // gathers in its forward and again for the recomputation
       x = checkpointed_layer_forward(std::static_pointer_cast<DecoderLayerImpl>(layer), x, in);
       continue;
@@ -337,7 +343,7 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
     if (sharding) sharding->release(layer->parameters());
   }
   if (args.cache) args.cache->length = S;
-  return model->norm(x);
+  return !stage || stage->last ? model->norm(x) : x;
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {

@@ -2,6 +2,7 @@
 #include "swift/model/parameter_layout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <unordered_map>
 
 namespace swift::model {
@@ -52,6 +53,19 @@ std::vector<at::Tensor> gathered_around_use(CausalLM& model) {
     if (model->lm_head->bias.defined()) out.push_back(model->lm_head->bias);
   }
   return out;
+}
+
+ParameterPlace parameter_place(const std::string& name) {
+  const std::string layers = "model.layers.";
+  ParameterPlace place;
+  if (name.rfind(layers, 0) == 0) {
+    place.side = ParameterPlace::Side::kLayer;
+    place.layer = std::strtoll(name.c_str() + layers.size(), nullptr, 10);
+  } else if (name.rfind("model.embed_tokens.", 0) != 0) {
+    place.side = ParameterPlace::Side::kOutput;
+    place.output_layer = name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0;
+  }
+  return place;
 }
 
 }  // namespace swift::model

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "swift/core/error.h"
+#include "swift/model/param_sharding.h"
 
 namespace swift::model {
 namespace {
@@ -57,6 +58,12 @@ ShardedParameter keep_tensor_parallel_slice(const std::string& name, at::Tensor&
                                             const TensorParallelComm& comm) {
   const int64_t full = p.size(dim), part = full / comm.size();
   at::NoGradGuard no_grad;
+  if (!holds_values(p)) {  // another pipeline stage's parameter: only its shape is here
+    auto sizes = p.sizes().vec();
+    sizes[static_cast<size_t>(dim)] = part;
+    p.set_data(shape_only(sizes, p.options()));
+    return {name, p, dim, full};
+  }
   p.set_data(p.narrow(dim, comm.rank() * part, part).contiguous().clone());
   return {name, p, dim, full};
 }

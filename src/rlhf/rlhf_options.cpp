@@ -93,8 +93,10 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
-  problems.check(o.training.parallel.tp_size == 1, "swift rlhf with --tp_size " + std::to_string(o.training.parallel.tp_size) +
-                                                      " is not available yet (its log-probabilities need the whole vocabulary)",
+  problems.check(o.training.parallel.model_parallel_size() == 1,
+                 "swift rlhf with --tp_size " + std::to_string(o.training.parallel.tp_size) + " / --pp_size " +
+                     std::to_string(o.training.parallel.pp_size) +
+                     " is not available yet (its log-probabilities need the whole vocabulary and model)",
                  "train preferences with data parallelism (--deepspeed zero3 for a large model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "swift/model/autocast.h"
+#include "swift/train/causal_lm_objective.h"
 #include "swift/train/metric_window.h"
 
 namespace swift::train {
@@ -20,6 +21,32 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
   const size_t bs = static_cast<size_t>(batch_size), world = static_cast<size_t>(parallel.data_parallel_size());
   const size_t batches = (examples.size() + bs - 1) / bs;
   const size_t rounds = parallel.computes_empty_slices() ? (batches + world - 1) / world : 0;
+  // Each round is one micro-batch per rank, run as the strategy runs them (a pipeline passes it through its stages).
+  class EvaluationBatch : public distributed::MicroBatches {
+   public:
+    EvaluationBatch(model::CausalLM& model, TrainingObjective& objective, const data::Batch& batch,
+                    std::optional<c10::ScalarType> autocast)
+        : model_(model), objective_(objective), batch_(batch), autocast_(autocast) {}
+    size_t size() const override { return 1; }
+    bool present(size_t) const override { return true; }
+    at::Tensor loss(size_t) override {
+      model::AutocastScope scope(model_->device().type(), autocast_);
+      auto result = objective_.compute(model_, batch_);
+      metrics = result.metrics;
+      return result.loss;
+    }
+    at::Tensor stage_output(size_t) override {
+      model::AutocastScope scope(model_->device().type(), autocast_);
+      return model_->forward_hidden(forward_args(batch_, model_->device()));
+    }
+    at::Tensor metrics;  // undefined on a pipeline stage before the last
+
+   private:
+    model::CausalLM& model_;
+    TrainingObjective& objective_;
+    const data::Batch& batch_;
+    std::optional<c10::ScalarType> autocast_;
+  };
   parallel.begin_evaluation();
   for (size_t round = 0, b = static_cast<size_t>(parallel.data_parallel_rank()); b < batches || round < rounds; ++round, b += world) {
     const bool stand_in = b >= batches;
@@ -27,9 +54,9 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
     std::vector<const data::Example*> items;
     for (size_t i = start; i < std::min(examples.size(), start + bs); ++i) items.push_back(&examples[i]);
     const auto batch = objective.collate(items, pad_id);
-    model::AutocastScope scope(model->device().type(), autocast);
-    auto result = objective.compute(model, batch);
-    if (!stand_in) window.add(result.metrics);
+    EvaluationBatch one(model, objective, batch, autocast);
+    parallel.run_micro_batches(one, /*backward=*/false);
+    if (!stand_in && one.metrics.defined()) window.add(one.metrics);
   }
   parallel.end_evaluation();
   model->train();

@@ -17,7 +17,7 @@ void MetricWindow::add(const at::Tensor& metrics) {
   for (size_t i = 0; i < sums_.size(); ++i) sums_[i] += v[i];
 }
 
-void MetricWindow::reduce(distributed::ParallelStrategy& parallel) { sums_ = parallel.sum(sums_); }
+void MetricWindow::reduce(distributed::ParallelStrategy& parallel) { sums_ = parallel.sum_metrics(sums_); }
 
 std::vector<std::pair<std::string, double>> MetricWindow::values() const {
   std::vector<std::pair<std::string, double>> out;

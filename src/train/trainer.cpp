@@ -13,6 +13,7 @@
 #include "swift/data/dataset.h"
 #include "swift/data/training_rows.h"
 #include "swift/model/model_config.h"
+#include "swift/distributed/pipeline_schedule.h"
 #include "swift/model/parameter_layout.h"
 #include "swift/model/tensor_parallel.h"
 #include "swift/quant/quant_config.h"
@@ -153,12 +154,17 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   // reported before minutes of loading.
   data::check_local_datasets(options.data.datasets, "--dataset");
   data::check_local_datasets(options.data.val_datasets, "--val_dataset");
-  // A tensor-parallel size the model's heads, MLP width or vocabulary do not divide: said before the weights load.
-  if (options.parallel.tp_size > 1 && fs::exists(options.model.dir / "config.json")) {
-    const std::string problem = model::tensor_parallel_problem(model::load_model_config(options.model.dir),
-                                                               static_cast<int>(options.parallel.tp_size));
+  // A tensor-parallel size the model's heads, MLP width or vocabulary do not divide, or more pipeline stages than
+  // layers: said before the weights load.
+  if (options.parallel.model_parallel_size() > 1 && fs::exists(options.model.dir / "config.json")) {
+    const auto config = model::load_model_config(options.model.dir);
+    const std::string problem = model::tensor_parallel_problem(config, static_cast<int>(options.parallel.tp_size));
     SWIFT_CHECK(problem.empty(), UsageError, "--tp_size " + std::to_string(options.parallel.tp_size) + ": " + problem,
                 "choose a --tp_size that divides it");
+    if (options.parallel.pp_size > 1)
+      distributed::pipeline_layer_split(config.num_hidden_layers,
+                                        static_cast<int>(options.parallel.pp_size * options.parallel.virtual_stages),
+                                        options.parallel.first_stage_layers, options.parallel.last_stage_layers);
   }
   // Build the model, then the data it is encoded for, then what the command trains it for.
   TrainingModel policy = build_training_model(options, hooks, *parallel);

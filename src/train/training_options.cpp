@@ -225,15 +225,16 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   }
 
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
-  problems.check(!o.optimizer.galore || o.parallel.tp_size == 1,
+  problems.check(!o.optimizer.galore || o.parallel.model_parallel_size() == 1,
                  "GaLore (" + (o.optimizer.galore ? o.optimizer.galore->source : std::string()) + ") with --tp_size " +
-                     std::to_string(o.parallel.tp_size) + " is not available yet (its projections need whole gradients)",
-                 "use AdamW with --tp_size, or GaLore with data parallelism");
+                     std::to_string(o.parallel.tp_size) + " / --pp_size " + std::to_string(o.parallel.pp_size) +
+                     " is not available yet (its projections need whole gradients)",
+                 "use AdamW with --tp_size / --pp_size, or GaLore with data parallelism");
   problems.check(flags.boolean("save_safetensors"), "--save_safetensors false (Megatron's torch_dist checkpoints) is not a format swift writes",
                  "drop it: checkpoints are Hugging Face safetensors folders, which resume and load in transformers");
   if (const int64_t global = flags.integer("global_batch_size"); global > 0) {
     // Megatron: global = micro x data-parallel ranks x accumulation.
-    const int64_t per_step = l.per_device_train_batch_size * std::max<int64_t>(1, o.parallel.env.world_size / o.parallel.tp_size);
+    const int64_t per_step = l.per_device_train_batch_size * std::max<int64_t>(1, o.parallel.env.world_size / o.parallel.model_parallel_size());
     problems.check(global % per_step == 0 && (!flags.given("gradient_accumulation_steps") || l.gradient_accumulation_steps == global / per_step),
                    "--global_batch_size " + std::to_string(global) + " is not --micro_batch_size x data-parallel ranks (" +
                        std::to_string(per_step) + ") times a whole number of accumulation steps" +
@@ -241,6 +242,12 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
                    "give a multiple of " + std::to_string(per_step) + ", or --gradient_accumulation_steps instead");
     if (global % per_step == 0) l.gradient_accumulation_steps = global / per_step;
   }
+  problems.check(o.parallel.virtual_stages == 1 || l.gradient_accumulation_steps % o.parallel.pp_size == 0,
+                 "an interleaved pipeline (--virtual_pipeline_model_parallel_size " +
+                     std::to_string(o.parallel.virtual_stages) + ") runs " + std::to_string(l.gradient_accumulation_steps) +
+                     " micro-batches per step (--gradient_accumulation_steps), not a multiple of --pp_size " +
+                     std::to_string(o.parallel.pp_size),
+                 "set --gradient_accumulation_steps (or --global_batch_size) to a multiple of --pp_size");
   if (flags.boolean("use_ulysses") && o.parallel.sequence_parallel_size == 1)
     o.notes.push_back("--use_ulysses true on one rank: no sequence to split, every rank trains whole sequences");
   // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "swift/model/autocast.h"
+#include "swift/train/causal_lm_objective.h"
 
 namespace swift::train {
 
@@ -35,6 +36,42 @@ std::vector<LocalMicroBatch> draw(StepContext& c, data::TrainData& data, int64_t
   return out;
 }
 
+// The step's micro-batches as the strategy runs them: each one's loss normalised by the step's units, its metrics
+// kept in order for the window.
+class StepMicroBatches : public distributed::MicroBatches {
+ public:
+  StepMicroBatches(StepContext& c, const std::vector<LocalMicroBatch>& local, double units)
+      : c_(c), local_(local), units_(units), metrics_(local.size()) {}
+  size_t size() const override { return local_.size(); }
+  bool present(size_t k) const override { return local_[k].batch.has_value(); }
+  at::Tensor loss(size_t k) override {
+    MicroBatchResult result;
+    {
+      model::AutocastScope autocast(c_.model->device().type(), c_.autocast);
+      result = c_.objective.compute(c_.model, *local_[k].batch);
+    }
+    at::Tensor loss = result.loss / std::max(units_, 1e-12);
+    if (local_[k].stand_in) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
+    else metrics_[k] = result.metrics;
+    return c_.scaler ? c_.scaler->scale(loss) : loss;
+  }
+  at::Tensor stage_output(size_t k) override {
+    model::AutocastScope autocast(c_.model->device().type(), c_.autocast);
+    return c_.model->forward_hidden(forward_args(*local_[k].batch, c_.model->device()));
+  }
+  // After the backward passes were queued: the metrics in one copy each.
+  void add_metrics(MetricWindow& window) const {
+    for (const auto& m : metrics_)
+      if (m.defined()) window.add(m);
+  }
+
+ private:
+  StepContext& c_;
+  const std::vector<LocalMicroBatch>& local_;
+  double units_;
+  std::vector<at::Tensor> metrics_;
+};
+
 }  // namespace
 
 StepResult train_step(StepContext& c, data::TrainData& data, int64_t micro_batches, double lr, bool first_step,
@@ -44,25 +81,9 @@ StepResult train_step(StepContext& c, data::TrainData& data, int64_t micro_batch
   double units = 0;
   const std::vector<LocalMicroBatch> local = draw(c, data, micro_batches, units);
   units = c.parallel.sum({units})[0];
-  for (size_t k = 0; k < local.size(); ++k) {
-    const bool last = k + 1 == local.size();
-    if (!local[k].batch) {
-      c.parallel.skip_micro_batch(last);
-      continue;
-    }
-    c.parallel.begin_micro_batch(last);
-    MicroBatchResult result;
-    {
-      model::AutocastScope autocast(c.model->device().type(), c.autocast);
-      result = c.objective.compute(c.model, *local[k].batch);
-    }
-    at::Tensor loss = result.loss / std::max(units, 1e-12);
-    if (local[k].stand_in) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
-    c.parallel.before_backward(last);
-    (c.scaler ? c.scaler->scale(loss) : loss).backward();
-    if (!local[k].stand_in) window.add(result.metrics);
-    c.parallel.end_micro_batch(last);
-  }
+  StepMicroBatches batches(c, local, units);
+  c.parallel.run_micro_batches(batches, /*backward=*/true);
+  batches.add_metrics(window);
   c.parallel.finish_gradients(first_step);
 
   // float16: gradients back to their true size before clipping; an overflow on any rank skips the update (as the

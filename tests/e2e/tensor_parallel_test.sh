@@ -11,11 +11,12 @@
 #  - LoRA on every linear layer under TP=2 equals one rank, its adapter file one rank's;
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
 #  - sizes that do not divide the ranks or the model, and what is not built yet (DoRA on row-split layers,
-#    --pp_size), stop with exit 2, naming the flag or the layer.
+#    --cp_size), stop with exit 2, naming the flag or the layer.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 need_python json numpy safetensors
+source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
 
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/qwen3" \
   >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
@@ -33,31 +34,12 @@ base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author T
       --logging_steps 1 --add_version false --num_threads 1 --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0)
 common=("${base[@]}" --max_steps 4 --save_steps 4)
 
-compare() {  # compare NAME DIR_A DIR_B: losses, grad norms and final weights agree to 1e-5
-  "$PY" - "$2" "$3" <<'P' && ok || bad "$1 differs from one rank"
-import json, sys
-from safetensors.numpy import load_file
-a, b = sys.argv[1:3]
-def rows(d):
-    return [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
-ra, rb = rows(a), rows(b)
-assert len(ra) == len(rb) == 4, (len(ra), len(rb))
-worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm", "token_acc"))
-assert worst < 1e-5, (worst, ra, rb)
-wa, wb = load_file(f"{a}/checkpoint-4/model.safetensors"), load_file(f"{b}/checkpoint-4/model.safetensors")
-assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
-assert all(wa[k].shape == wb[k].shape for k in wa)
-diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
-assert diff < 1e-5, diff
-print(f"losses and grad norms within {worst:.1e}, weights within {diff:.1e}")
-P
-}
 
 for model in qwen3 qwen2; do
   run "one_$model" 0 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --output_dir "$TMP/one_$model"
   run "tp2_$model" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --tp_size 2 \
     --output_dir "$TMP/tp2_$model"
-  has "tp2_${model}_groups" "tensor parallel: 2 ranks per group x 1 data-parallel group(s)" err
+  has "tp2_${model}_groups" "model parallel: tp 2 x pp 1 x dp 1" err
   has "tp2_${model}_held" "tensor parallelism holds after the first step" err
   has "tp2_${model}_waiting" "time waiting for collectives per rank (s)" err
   compare "tp2_$model" "$TMP/one_$model" "$TMP/tp2_$model"
@@ -96,19 +78,6 @@ compare tp2_kv1 "$TMP/one_kv1" "$TMP/tp2_kv1"
 six=("${base[@]}" --max_steps 6 --save_steps 3)
 run one6 0 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --output_dir "$TMP/one6"
 run tp6 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --tp_size 2 --output_dir "$TMP/tp6"
-tail_like() {  # tail_like NAME REF_RUN RUN TOLERANCE: RUN's steps 4..6 log REF_RUN's loss and grad norm
-  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1: the resumed steps differ"
-import json, sys
-ref = {r["global_step/max_steps"]: r for r in map(json.loads, open(f"{sys.argv[1]}/logging.jsonl")) if "loss" in r}
-new = [r for r in map(json.loads, open(f"{sys.argv[2]}/logging.jsonl")) if "loss" in r]
-tol = float(sys.argv[3])
-assert [r["global_step/max_steps"] for r in new] == ["4/6", "5/6", "6/6"], new
-for r in new:
-    for k in ("loss", "grad_norm"):
-        a, b = r[k], ref[r["global_step/max_steps"]][k]
-        assert (a == b) if tol == 0 else abs(a - b) / max(1.0, abs(b)) < tol, (r["global_step/max_steps"], k, a, b)
-P
-}
 run tp6_at_tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${six[@]}" --tp_size 2 --output_dir "$TMP/r1" \
   --resume_from_checkpoint "$TMP/tp6/checkpoint-3"
 tail_like tp6_at_tp2 "$TMP/tp6" "$TMP/r1" 0
@@ -127,29 +96,16 @@ ls /tmp/swift-optimizer-relayout-* >/dev/null 2>&1 && bad "a relayout file was l
 lora=("${common[@]/full/lora}" --target_modules all-linear --lora_rank 4 --lora_alpha 8 --lora_dropout 0)
 run one_lora 0 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --output_dir "$TMP/one_lora"
 run tp2_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --output_dir "$TMP/tp2_lora"
-"$PY" - "$TMP/one_lora" "$TMP/tp2_lora" <<'P' && ok || bad "tp2_lora differs from one rank"
-import json, sys
-from safetensors.numpy import load_file
-a, b = sys.argv[1:3]
-rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
-ra, rb = rows(a), rows(b)
-worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm"))
-assert len(ra) == len(rb) == 4 and worst < 1e-5, (worst, ra, rb)
-wa, wb = (load_file(f"{d}/checkpoint-4/adapter_model.safetensors") for d in (a, b))
-assert wa.keys() == wb.keys() and all(wa[k].shape == wb[k].shape for k in wa), "adapter files differ in layout"
-diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
-assert diff < 1e-5, diff
-print(f"LoRA: losses and grad norms within {worst:.1e}, adapter within {diff:.1e}")
-P
+compare tp2_lora "$TMP/one_lora" "$TMP/tp2_lora" adapter_model.safetensors
 
 # DP2 x TP2: 4 ranks, the same global batch as one rank with twice the per-device batch.
 run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \
   --per_device_train_batch_size 1 --output_dir "$TMP/dp2tp2"
-has dp2tp2_groups "tensor parallel: 2 ranks per group x 2 data-parallel group(s)" err
+has dp2tp2_groups "model parallel: tp 2 x pp 1 x dp 2" err
 compare dp2tp2 "$TMP/one_qwen3" "$TMP/dp2tp2"
 
 # The seeds' Megatron command line as written (ms-swift's `megatron` entry point: the same binary under that name),
-# the model and data local and the sizes scaled to 2 CPU ranks (--pp_size 1: pipeline parallelism is not built yet).
+# the model and data local and the sizes scaled to 2 CPU ranks (pipeline_parallel_test.sh runs it with --pp_size 2).
 MEGATRON="$(dirname "$SWIFT")/megatron"
 run megatron_seed 0 env NPROC_PER_NODE=2 CUDA_VISIBLE_DEVICES=0,1 "$MEGATRON" sft --model "$TMP/qwen3" \
   --train_type full --tp_size 2 --pp_size 1 --cp_size 1 --dp_size 1 --dataset 'swift/self-cognition#32' \
@@ -157,7 +113,7 @@ run megatron_seed 0 env NPROC_PER_NODE=2 CUDA_VISIBLE_DEVICES=0,1 "$MEGATRON" sf
   --max_length 8192 --output_dir "$TMP/output_megatron" --use_fp16 true --save_safetensors true \
   --model_name Tiny Tests --model_author Tests Tests
 ls "$TMP"/output_megatron/v0-*/checkpoint-2/model.safetensors >/dev/null 2>&1 && ok || bad "megatron_seed wrote no checkpoint-2"
-has megatron_seed_tp "tensor parallel: 2 ranks per group" err
+has megatron_seed_tp "model parallel: tp 2 x pp 1 x dp 1" err
 # Megatron's batch spelling: --micro_batch_size x data-parallel ranks x accumulation = --global_batch_size.
 megatron_common=()  # common without the batch flags
 skip=0
@@ -177,11 +133,11 @@ has megatron_infer "megatron has no command 'infer'" err
 
 # Sizes checked before anything loads, naming the flag; what is not built yet says so.
 run tp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 3 --output_dir "$TMP/x1"
-has tp3 "--tp_size 3 does not divide the 2 ranks" err
+has tp3 "--tp_size 3 x --pp_size 1 (3) does not divide the 2 ranks" err
 run dp_mismatch 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 --output_dir "$TMP/x2"
-has dp_mismatch "--dp_size 2 x --tp_size 2 is not the 2 ranks started" err
-run pp2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --pp_size 2 --output_dir "$TMP/x3"
-has pp2 "--pipeline_model_parallel_size 2 is not available in swift yet" err
+has dp_mismatch "--dp_size 2 x --tp_size 2 x --pp_size 1 is not the 2 ranks started" err
+run cp2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --cp_size 2 --output_dir "$TMP/x3"
+has cp2 "--context_parallel_size 2 is not available in swift yet" err
 run tp_dora 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]/full/lora}" --use_dora true --tp_size 2 \
   --output_dir "$TMP/x4"
 has tp_dora "DoRA on model.layers.0.self_attn.o_proj, a layer split by its input" err

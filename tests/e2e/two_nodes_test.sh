@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # End-to-end: two "nodes" on one machine, each a network namespace joined to the other by a veth pair (made here,
 # removed at the end), train together over real TCP: NNODES=2, NPROC_PER_NODE=2, tensor parallelism within each
-# node (--tp_size 2) and data parallelism across them, started by swift's launcher on each node as Slurm or a user
-# would. The run equals one rank (losses, grad norms, final weights to 1e-5) and its traffic crossed the veth link.
+# node (--tp_size 2) and data parallelism across them, then a pipeline stage on each node (--tp_size 2 --pp_size 2),
+# started by swift's launcher on each node as Slurm or a user would. Each run equals one rank (losses, grad norms,
+# final weights to 1e-5), and the data-parallel traffic crossed the veth link.
 # Needs root and iproute2 (`ip netns`); otherwise the suite reports SKIPPED. Usage: two_nodes_test.sh path/to/swift
 set -uo pipefail
 SWIFT="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 need_python json numpy safetensors
+source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
 [ "$(id -u)" = 0 ] || skip_suite "network namespaces need root"
 command -v ip >/dev/null || skip_suite "no iproute2 (ip)"
 N0="swift-n0-$$" N1="swift-n1-$$"
@@ -27,33 +29,32 @@ flags=(--model "$TMP/m" --dataset swift/self-cognition#40 --model_name Tiny Test
 run one_rank 0 "$SWIFT" sft "${flags[@]}" --per_device_train_batch_size 2 --output_dir "$TMP/one"
 
 # Node 0 hosts the rendezvous (MASTER_ADDR on its veth); each node's Gloo binds to its veth (GLOO_SOCKET_IFNAME).
-node() {  # node INDEX NAMESPACE IFNAME
-  ip netns exec "$2" env NNODES=2 NODE_RANK="$1" NPROC_PER_NODE=2 MASTER_ADDR=10.77.0.1 MASTER_PORT=29517 \
-    GLOO_SOCKET_IFNAME="$3" "$SWIFT" sft "${flags[@]}" --per_device_train_batch_size 1 --tp_size 2 \
-    --output_dir "$TMP/two_nodes" >"$TMP/node$1.out" 2>"$TMP/node$1.err"
+node() {  # node INDEX NAMESPACE IFNAME OUTPUT_DIR SWIFT_FLAGS...
+  local index="$1" ns="$2" ifname="$3" out="$4"; shift 4
+  ip netns exec "$ns" env NNODES=2 NODE_RANK="$index" NPROC_PER_NODE=2 MASTER_ADDR=10.77.0.1 MASTER_PORT=29517 \
+    GLOO_SOCKET_IFNAME="$ifname" "$SWIFT" sft "${flags[@]}" "$@" --output_dir "$out" >"$TMP/node$index.out" 2>"$TMP/node$index.err"
 }
-node 0 "$N0" v0 & P0=$!
-node 1 "$N1" v1 & P1=$!
-wait "$P0"; R0=$?
-wait "$P1"; R1=$?
-[ "$R0" = 0 ] && [ "$R1" = 0 ] && ok || { bad "two nodes: rc $R0 / $R1"; tail -5 "$TMP/node0.err" "$TMP/node1.err"; }
-grep -q "tensor parallel: 2 ranks per group x 2 data-parallel group(s)" "$TMP/node0.err" && ok || bad "no TP2 x DP2 layout"
-"$PY" - "$TMP/one" "$TMP/two_nodes" <<'P' && ok || bad "two nodes differ from one rank"
-import json, sys
-from safetensors.numpy import load_file
-a, b = sys.argv[1:3]
-rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
-ra, rb = rows(a), rows(b)
-worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm"))
-assert len(ra) == len(rb) == 4 and worst < 1e-5, (worst, ra, rb)
-wa, wb = (load_file(f"{d}/checkpoint-4/model.safetensors") for d in (a, b))
-diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
-assert diff < 1e-5, diff
-print(f"two nodes: losses and grad norms within {worst:.1e}, weights within {diff:.1e}")
-P
+two_nodes() {  # two_nodes NAME OUTPUT_DIR SWIFT_FLAGS...: both nodes' launchers, each with 2 ranks
+  local name="$1" out="$2"; shift 2
+  node 0 "$N0" v0 "$out" "$@" & local p0=$!
+  node 1 "$N1" v1 "$out" "$@" & local p1=$!
+  wait "$p0"; local r0=$?
+  wait "$p1"; local r1=$?
+  [ "$r0" = 0 ] && [ "$r1" = 0 ] && ok || { bad "$name: rc $r0 / $r1"; tail -5 "$TMP/node0.err" "$TMP/node1.err"; }
+}
+# TP2 within each node, DP2 across them.
+two_nodes tp_dp "$TMP/two_nodes" --per_device_train_batch_size 1 --tp_size 2
+grep -q "model parallel: tp 2 x pp 1 x dp 2" "$TMP/node0.err" && ok || bad "no TP2 x DP2 layout"
+compare two_nodes "$TMP/one" "$TMP/two_nodes"
 # The data-parallel gradients crossed the veth link (a step's all-reduce of a 150k-token embedding half is MBs).
 tx="$(ip -n "$N0" -s -j link show v0 | "$PY" -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["tx"]["bytes"])')"
 [ "${tx:-0}" -gt 1000000 ] && ok || bad "only ${tx:-0} bytes left node 0 over its veth"
 echo "node 0 sent $tx bytes over its veth"
+
+# TP2 within each node, the two pipeline stages on the two nodes (PP is the outermost split): the activations and
+# their gradients cross the link.
+two_nodes tp_pp "$TMP/two_nodes_pp" --per_device_train_batch_size 2 --tp_size 2 --pp_size 2
+grep -q "model parallel: tp 2 x pp 2 x dp 1" "$TMP/node0.err" && ok || bad "no TP2 x PP2 layout"
+compare two_nodes_pipeline "$TMP/one" "$TMP/two_nodes_pp"
 
 finish two_nodes

@@ -2,7 +2,7 @@
 // of its slices (optimizer-rank*-of-*.safetensors); resuming at another TP size (one rank, DDP, ZeRO, TP=4, ...)
 // puts each split state tensor back together from the slices the ranks wrote and cuts this rank's part. The
 // saved layout is read off the shapes: a state tensor 1/k of its parameter along one dimension was written by
-// TP ranks 0..k-1 (TP is innermost, so the first data-parallel replica's ranks).
+// the ranks of one TP group (TP is innermost: slice i came from a rank r with r % k == i).
 #pragma once
 
 #include <cstdint>

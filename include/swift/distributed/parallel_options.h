@@ -23,6 +23,14 @@ struct ParallelOptions {
   // Megatron's model parallelism (tensor_parallel_strategy.h): ranks per tensor-parallel group, Megatron's
   // --tensor_model_parallel_size / --tp_size. Default: 1. The data-parallel size is what the world size leaves.
   int64_t tp_size = 1;
+  // Pipeline stages (--pipeline_model_parallel_size / --pp_size), and Megatron's uneven split
+  // (--decoder_first/last_pipeline_num_layers; 0: even). Default: 1 stage.
+  int64_t pp_size = 1;
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
+  // Virtual stages per rank (--virtual_pipeline_model_parallel_size): interleaved 1F1B above 1. Default: 1.
+  int64_t virtual_stages = 1;
+  // Ranks that split the model (tp x pp); the world size over it is the data-parallel size.
+  int64_t model_parallel_size() const { return tp_size * pp_size; }
 };
 
 // The flags above, for a training command's table.

@@ -4,8 +4,9 @@
 // each answer the same calls.
 //
 // The points of a step, in the order the trainer calls them:
-//   for each micro-batch: begin_micro_batch -> forward -> before_backward -> backward -> end_micro_batch
-//                         (or skip_micro_batch where this rank has no sample and computes nothing)
+//   run_micro_batches, by default for each micro-batch:
+//       begin_micro_batch -> forward -> before_backward -> backward -> end_micro_batch
+//       (or skip_micro_batch where this rank has no sample and computes nothing)
 //   finish_gradients -> clip_gradients -> before_optimizer_step -> optimizer step -> after_optimizer_step
 // and around evaluation (begin_/end_evaluation) and checkpoint saves (begin_/end_save).
 //
@@ -13,9 +14,9 @@
 // assign_ownership (the model names its layers and their shardable dimensions) and reduces activations inside the
 // forward, its ranks taking the same samples (local_range) and summing metrics over the data-parallel group only
 // (sum); context parallelism splits the sequence in local_range's place; expert parallelism places experts in
-// assign_ownership and exchanges tokens inside the forward; pipeline parallelism runs its schedule between
-// begin_micro_batch and end_micro_batch. They compose with these by wrapping them (TP innermost, then CP, PP, DP,
-// as Megatron lays out its groups).
+// assign_ownership and exchanges tokens inside the forward; pipeline parallelism keeps its stage's layers in
+// assign_ownership and runs its schedule in run_micro_batches. ModelParallel (model_parallel_strategy.h) composes
+// TP, PP and DP in Megatron's layout (TP innermost, PP outermost).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -38,7 +39,24 @@
 
 namespace swift::distributed {
 
-class TensorParallel;
+class ModelParallel;
+
+// One step's (or one evaluation round's) micro-batches as a strategy runs them (train/training_step.cpp and
+// train/evaluation.cpp implement it). Every rank of a model-parallel group has the same micro-batches.
+class MicroBatches {
+ public:
+  virtual ~MicroBatches() = default;
+  virtual size_t size() const = 0;
+  // Whether this rank computes micro-batch k: a short last batch can leave it none, and the strategy then lets it
+  // sit out (computes_empty_slices() false) or the caller gave it a stand-in whose loss counts 0.
+  virtual bool present(size_t k) const = 0;
+  // Micro-batch k's loss through the model as this rank holds it, ready for backward (normalised and scaled for
+  // the step); its metrics are kept by the caller. On a pipeline's last stage the model reads the previous stage's
+  // output from its PipelineStage.
+  virtual at::Tensor loss(size_t k) = 0;
+  // Pipeline parallelism, on a stage before the last: micro-batch k through this stage's layers (its output).
+  virtual at::Tensor stage_output(size_t k) = 0;
+};
 
 // What the memory estimate needs to know of the strategy (train/memory_estimate.h's vocabulary).
 struct ParallelFootprint {
@@ -49,6 +67,8 @@ struct ParallelFootprint {
   bool params_offloaded = false;
   // Parameter sharding: what is gathered whole at once, beyond each rank's share at rest.
   int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
+  // Pipeline stages: only the parameters that hold values here count (the others are another stage's).
+  bool held_parameters_only = false;
 };
 
 class ParallelStrategy {
@@ -67,6 +87,8 @@ class ParallelStrategy {
   const std::string& device() const { return device_; }
   // Numbers summed over the ranks that train on different samples (token counts, metric sums).
   virtual std::vector<double> sum(const std::vector<double>& values);
+  // Logged metric sums, on every rank: sum(), unless only some ranks compute the loss (a pipeline's last stage).
+  virtual std::vector<double> sum_metrics(const std::vector<double>& values) { return sum(values); }
   // Rank 0's `value` on every rank (a run folder's path).
   std::string share(const std::string& key, const std::string& value);
   void barrier();
@@ -107,6 +129,9 @@ class ParallelStrategy {
   // ---- Training: the points of a step (see the top of this file).
   // Once, before the first step (after resuming): every rank starts from the same weights.
   virtual void begin_training(model::CausalLM& model) { (void)model; }
+  // The forward (and with `backward`, backward) passes of a step's micro-batches. Default: one after the other,
+  // at the points below (begin_micro_batch ... end_micro_batch); pipeline parallelism runs its schedule instead.
+  virtual void run_micro_batches(MicroBatches& batches, bool backward);
   virtual void begin_micro_batch(bool last_of_step) { (void)last_of_step; }
   virtual void before_backward(bool last_of_step) { (void)last_of_step; }
   virtual void end_micro_batch(bool last_of_step) { (void)last_of_step; }
@@ -163,7 +188,7 @@ class ParallelStrategy {
   // all, and the norm adds every rank's squares.
   double clip_sharded_gradients(double max_norm, bool& overflow);
 
-  friend class TensorParallel;
+  friend class ModelParallel;
   friend std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions&, const std::string&,
                                                                   const std::string&);
   std::unique_ptr<ProcessGroup> group_;  // null: one process
@@ -180,7 +205,7 @@ class ParallelStrategy {
 
 // Connects the ranks of `options.env` (a rendezvous problem shows before minutes of loading; on CUDA each rank
 // takes the GPU of its LOCAL_RANK) and returns the strategy the options ask for: one process, data parallelism
-// (ZeRO-0/1/2) or ZeRO-3. Logs what an option changes or does not do here (offloading on a CPU run, ZeRO in one
+// (ZeRO-0/1/2), ZeRO-3, or model parallelism (TP/PP with DP across). Logs what an option changes or does not do here (offloading on a CPU run, ZeRO in one
 // process). `device`: --device; `log_level`: to start the ranks' logging.
 std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& options, const std::string& device,
                                                          const std::string& log_level);

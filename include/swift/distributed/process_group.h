@@ -64,6 +64,11 @@ class ProcessGroup {
   PendingCollective start_all_reduce_sum(at::Tensor& tensor);
   PendingCollective start_broadcast(at::Tensor& tensor, int root);
   PendingCollective start_reduce_sum(at::Tensor& tensor, int root);
+  // Point to point (pipeline stages): `tensor` to rank dst, or into `tensor` from rank src; a send and its receive
+  // are matched by their order between the two ranks on the same `tag` (on Gloo: separate channels, such as
+  // activations and gradients crossing between the same two ranks). Keep the tensor alive until wait().
+  PendingCollective start_send(at::Tensor& tensor, int dst, int tag = 0);
+  PendingCollective start_recv(at::Tensor& tensor, int src, int tag = 0);
   void barrier();
   // A group of some of this job's ranks (`ranks`: their ranks here, in the new group's order; this rank among
   // them), named uniquely in the job ("tp/0"). Only the members call it, each for every group it belongs to.

@@ -152,6 +152,16 @@ class DecoderBodyImpl : public torch::nn::Module {
 };
 TORCH_MODULE(DecoderBody);
 
+// Pipeline parallelism (distributed/model_parallel_strategy.h): the part of the model one stage runs. A stage runs
+// layers [first_layer, end_layer); the first stage starts from the embedding, a later one from `input` (the previous
+// stage's output, received before each forward); the last stage ends with the final norm, an earlier one returns
+// its last layer's output for the next stage.
+struct PipelineStage {
+  int64_t first_layer = 0, end_layer = 0;
+  bool first = true, last = true;
+  at::Tensor input;  // [B, T, C]: this micro-batch's activations from the previous stage (not on the first)
+};
+
 // Inputs to CausalLM::forward.
 struct ForwardArgs {
   at::Tensor input_ids;       // [B, T] int64
@@ -168,7 +178,7 @@ class CausalLMImpl : public torch::nn::Module {
   // Parameters are allocated uninitialised with `options` (dtype, device): load or init them next.
   explicit CausalLMImpl(ModelConfig config, const at::TensorOptions& options = {});
 
-  // Final hidden states [B, T, C] (after the last norm).
+  // Final hidden states [B, T, C] (after the last norm); on a pipeline stage before the last, its output.
   at::Tensor forward_hidden(const ForwardArgs& args);
   // Logits [B, T, V] from hidden states [B, T, C], in the weights' dtype.
   at::Tensor logits(const at::Tensor& hidden);
@@ -211,6 +221,9 @@ class CausalLMImpl : public torch::nn::Module {
   TensorParallelComm* tensor_parallel() const { return tensor_parallel_.get(); }
   int64_t vocab_start() const { return model->embed_tokens->vocab_start; }
   void set_tensor_parallel(std::shared_ptr<TensorParallelComm> comm) { tensor_parallel_ = std::move(comm); }
+  // Pipeline parallelism: forward_hidden runs this stage's part only (see PipelineStage); null: the whole model.
+  PipelineStage* pipeline_stage() const { return pipeline_stage_.get(); }
+  void set_pipeline_stage(std::shared_ptr<PipelineStage> stage) { pipeline_stage_ = std::move(stage); }
 
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
@@ -222,6 +235,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool gradient_checkpointing_ = false;
   std::optional<c10::Device> compute_device_;
   std::shared_ptr<TensorParallelComm> tensor_parallel_;
+  std::shared_ptr<PipelineStage> pipeline_stage_;
 };
 TORCH_MODULE(CausalLM);
 

@@ -26,6 +26,16 @@ struct ParameterLayout {
 };
 ParameterLayout parameter_layout(CausalLM& model);
 
+// Where a parameter sits in the decoder, from its checkpoint key alone (for plans made before the model exists, such
+// as a loading placement plan): in decoder layer `layer`, on the input side (the token embedding and what a tuner
+// adds to it), or on the output side (the final norm, the LM head, a score head).
+struct ParameterPlace {
+  enum class Side { kLayer, kInput, kOutput } side = Side::kInput;
+  int64_t layer = -1;          // kLayer only
+  bool output_layer = false;   // the LM head's or a score head's (absent when the embedding is tied)
+};
+ParameterPlace parameter_place(const std::string& name);
+
 // The parameters AdamW does not decay, by name: biases and normalisation weights (as transformers' Trainer).
 std::set<std::string> no_weight_decay(CausalLM& model);
 

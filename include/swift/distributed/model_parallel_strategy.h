@@ -1,0 +1,102 @@
+// Megatron-LM's model parallelism: tensor parallelism (model/tensor_parallel.h) within groups of --tp_size
+// consecutive ranks, pipeline parallelism (pipeline_schedule.h) over --pp_size stages, and data parallelism (DDP)
+// across the replicas, laid out as Megatron does with TP innermost and PP outermost:
+//   rank = pp_rank * (dp_size * tp_size) + dp_rank * tp_size + tp_rank
+// so a TP group stays within a node and the stages of a pipeline are the farthest apart. The ranks of one replica
+// (its TP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers.
+//   placement_plan / assign_ownership: each stage reads and keeps its own layers (the first also the embedding, the
+//     last the final norm and the head, and with tied embeddings its copy of the embedding); the TP split after;
+//   run_micro_batches: the 1F1B schedule, activations and their gradients sent between neighbouring stages;
+//   local_range / sum: over the DP group (a replica is one data-parallel rank); the logged metrics come from the
+//     last stage, which computes the loss;
+//   finish_gradients: every gradient summed over DP, q_norm/k_norm's partial ones over TP, the tied embedding's over
+//     its first and last stage;
+//   clip_gradients: the norm of the whole model (split gradients' squares summed over TP, then every stage's);
+//   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
+//   optimizer state: a file per rank (its slices of its stage's parameters).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "swift/distributed/gradient_sync.h"
+#include "swift/distributed/parallel_strategy.h"
+#include "swift/model/tensor_parallel.h"
+
+namespace swift::distributed {
+
+struct ModelParallelSizes {
+  int tp = 1, pp = 1;
+  int virtual_stages = 1;  // per rank (--virtual_pipeline_model_parallel_size): interleaved 1F1B above 1
+  // Megatron's --decoder_first/last_pipeline_num_layers (0: an even split).
+  int64_t first_stage_layers = 0, last_stage_layers = 0;
+};
+
+class ModelParallel : public ParallelStrategy {
+ public:
+  // `world`: every rank of the job; its size a multiple of tp x pp (checked by parallel_options).
+  ModelParallel(std::unique_ptr<ProcessGroup> world, std::string device, ZeroConfig zero, ModelParallelSizes sizes);
+  ~ModelParallel() override;
+
+  int tp_rank() const { return rank() % sizes_.tp; }
+  int dp_rank() const { return (rank() / sizes_.tp) % dp_size(); }
+  int pp_rank() const { return rank() / (sizes_.tp * dp_size()); }
+  int dp_size() const { return world_size() / (sizes_.tp * sizes_.pp); }
+
+  int data_parallel_rank() const override { return dp_rank(); }
+  int data_parallel_size() const override { return dp_size(); }
+  std::vector<double> sum(const std::vector<double>& values) override;
+  std::vector<double> sum_metrics(const std::vector<double>& values) override;
+  bool computes_empty_slices() const override { return true; }
+  model::PlacementPlan placement_plan(const std::vector<std::string>& removed) override;
+  void assign_ownership(model::CausalLM& model) override;
+  ParallelFootprint footprint(model::CausalLM& model) const override;
+  void begin_training(model::CausalLM& model) override;
+  void run_micro_batches(MicroBatches& batches, bool backward) override;
+  void before_backward(bool last_of_step) override;
+  void finish_gradients(bool first_step) override;
+  double clip_gradients(double max_norm, bool& overflow) override;
+  void after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) override;
+  void end_training() override;
+  void begin_save(bool trainable_only) override;
+  void end_save() override;
+  bool shards_optimizer_state() const override { return true; }
+
+ protected:
+  std::vector<ParameterSlice> parameter_slices() const override;
+
+ private:
+  bool first_stage() const { return pp_rank() == 0; }
+  bool last_stage() const { return pp_rank() == sizes_.pp - 1; }
+  // Whether this rank keeps `name` (its stage's, or the last stage's copy of a tied embedding).
+  bool holds(const std::string& name) const;
+  // The rank of the pipeline group that owns `name` (the embedding: the first stage).
+  int owner_stage(const std::string& name) const;
+  // The model's PipelineStage set to this rank's chunk `chunk` (virtual stage chunk x pp + pp_rank).
+  void enter_chunk(int chunk);
+  // This stage's part: other stages' parameters become shape-only and frozen here.
+  void keep_own_stage(model::CausalLM& model);
+  void run_pipeline(MicroBatches& batches, bool backward);
+  void collect_stages_on_rank0(bool trainable_only);
+
+  ModelParallelSizes sizes_;
+  std::unique_ptr<ProcessGroup> tp_group_, dp_group_, pp_group_, embedding_group_;  // null where of one rank
+  std::vector<int64_t> layer_begin_;  // pipeline_layer_split over pp x virtual_stages
+  bool tied_embedding_ = false;
+  std::shared_ptr<model::PipelineStage> stage_;
+  std::vector<model::ShardedParameter> sharded_;
+  std::vector<at::Tensor> partial_gradients_;
+  std::vector<at::Tensor> split_trainable_, replicated_trainable_;  // trainable_, by whether TP splits them
+  std::set<std::string> trainable_on_other_stages_;
+  int64_t other_stages_trainable_bytes_ = 0;  // their whole size
+  std::vector<std::pair<at::Tensor, at::Tensor>> held_while_saving_;  // (parameter, its data) between begin_/end_save
+  std::optional<GradientSync> dp_sync_;
+  // The training schedule's wall time and the part of it spent waiting on the neighbouring stages (the bubble).
+  double schedule_seconds_ = 0, waiting_seconds_ = 0;
+  int64_t micro_batches_ = 0;
+};
+
+}  // namespace swift::distributed

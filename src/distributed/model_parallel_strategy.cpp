@@ -1,0 +1,413 @@
+// Tensor, pipeline and data parallelism together (see model_parallel_strategy.h).
+#include "swift/distributed/model_parallel_strategy.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "swift/core/bytes.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+#include "swift/distributed/gradient_norm.h"
+#include "swift/distributed/pipeline_schedule.h"
+#include "swift/model/param_sharding.h"
+#include "swift/model/parameter_layout.h"
+
+namespace swift::distributed {
+namespace {
+
+// The model's view of the TP group.
+class GroupComm : public model::TensorParallelComm {
+ public:
+  explicit GroupComm(ProcessGroup& group) : group_(group) {}
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.world_size(); }
+  void all_reduce_sum(at::Tensor& t) override { group_.all_reduce_sum(t); }
+  void all_reduce_max(at::Tensor& t) override { group_.all_reduce_max(t); }
+  at::Tensor all_gather(const at::Tensor& t, int64_t dim) override { return group_.all_gather(t, dim); }
+
+ private:
+  ProcessGroup& group_;
+};
+
+std::vector<int> ranks_from(int first, int count, int stride) {
+  std::vector<int> out;
+  for (int i = 0; i < count; ++i) out.push_back(first + i * stride);
+  return out;
+}
+
+std::string layout_name(int a, int b) { return std::to_string(a) + "." + std::to_string(b); }
+
+// Tensors between stages: a header (dtype, rank, sizes) and then the values, so the receiver needs to know nothing
+// in advance. Sends are started and left running (the caller keeps the tensors and waits at the end of the step):
+// a stage that waited for its send before receiving could wait for a neighbour that is itself sending.
+constexpr int64_t kHeaderLength = 8;
+
+void start_send_tensor(ProcessGroup& group, const at::Tensor& tensor, int dst, int tag,
+                       std::vector<PendingCollective>& pending, std::vector<at::Tensor>& keep) {
+  SWIFT_ASSERT(tensor.dim() <= kHeaderLength - 2, "a tensor sent between stages has at most 6 dimensions");
+  std::vector<int64_t> header(kHeaderLength, 0);
+  header[0] = static_cast<int64_t>(tensor.scalar_type());
+  header[1] = tensor.dim();
+  for (int64_t d = 0; d < tensor.dim(); ++d) header[static_cast<size_t>(d) + 2] = tensor.size(d);
+  keep.push_back(at::tensor(header, at::kLong).to(tensor.device()));
+  pending.push_back(group.start_send(keep.back(), dst, tag));
+  keep.push_back(tensor.detach().contiguous());
+  pending.push_back(group.start_send(keep.back(), dst, tag));
+}
+
+at::Tensor receive_tensor(ProcessGroup& group, int src, int tag, c10::Device device) {
+  at::Tensor header = at::empty({kHeaderLength}, at::TensorOptions().dtype(at::kLong).device(device));
+  group.start_recv(header, src, tag).wait();
+  const auto h = header.to(c10::kCPU);
+  const int64_t* v = h.data_ptr<int64_t>();
+  SWIFT_ASSERT(v[1] >= 0 && v[1] <= kHeaderLength - 2, "a malformed tensor header from another stage");
+  at::Tensor out = at::empty(std::vector<int64_t>(v + 2, v + 2 + v[1]),
+                             at::TensorOptions().dtype(static_cast<c10::ScalarType>(v[0])).device(device));
+  group.start_recv(out, src, tag).wait();
+  return out;
+}
+
+void wait_all(std::vector<PendingCollective>& pending) {
+  for (auto& p : pending) p.wait();
+  pending.clear();
+}
+
+}  // namespace
+
+ModelParallel::ModelParallel(std::unique_ptr<ProcessGroup> world, std::string device, ZeroConfig zero,
+                             ModelParallelSizes sizes)
+    : ParallelStrategy(std::move(world), std::move(device), std::move(zero)), sizes_(sizes) {
+  const int tp = sizes_.tp, dp = dp_size(), replica = dp * tp;  // ranks per stage
+  if (tp > 1)
+    tp_group_ = group_->subgroup(ranks_from(pp_rank() * replica + dp_rank() * tp, tp, 1),
+                                 "tp/" + layout_name(pp_rank(), dp_rank()));
+  if (dp > 1)
+    dp_group_ = group_->subgroup(ranks_from(pp_rank() * replica + tp_rank(), dp, tp),
+                                 "dp/" + layout_name(pp_rank(), tp_rank()));
+  if (sizes_.pp > 1)
+    pp_group_ = group_->subgroup(ranks_from(dp_rank() * tp + tp_rank(), sizes_.pp, replica),
+                                 "pp/" + layout_name(dp_rank(), tp_rank()));
+  log_info("model parallel: tp ", tp, " x pp ", sizes_.pp, " x dp ", dp, "; this rank: tp ", tp_rank(), ", pp ",
+           pp_rank(), ", dp ", dp_rank());
+}
+
+ModelParallel::~ModelParallel() = default;
+
+std::vector<double> ModelParallel::sum(const std::vector<double>& values) {
+  return dp_group_ ? dp_group_->sum(values) : values;
+}
+
+std::vector<double> ModelParallel::sum_metrics(const std::vector<double>& values) {
+  std::vector<double> out = sum(values);
+  if (!pp_group_) return out;
+  if (!last_stage()) std::fill(out.begin(), out.end(), 0.0);  // only the last stage computes the loss
+  return pp_group_->sum(out);
+}
+
+int ModelParallel::owner_stage(const std::string& name) const {
+  return pipeline_stage_of(name, layer_begin_) % sizes_.pp;
+}
+
+bool ModelParallel::holds(const std::string& name) const {
+  if (layer_begin_.empty()) return true;
+  if (tied_embedding_ && last_stage() && model::parameter_place(name).side == model::ParameterPlace::Side::kInput)
+    return true;
+  return owner_stage(name) == pp_rank();
+}
+
+void ModelParallel::enter_chunk(int chunk) {
+  const int virtual_stage = chunk * sizes_.pp + pp_rank();
+  stage_->first_layer = layer_begin_[static_cast<size_t>(virtual_stage)];
+  stage_->end_layer = layer_begin_[static_cast<size_t>(virtual_stage) + 1];
+  stage_->first = virtual_stage == 0;
+  stage_->last = virtual_stage == sizes_.pp * sizes_.virtual_stages - 1;
+}
+
+model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string>& removed) {
+  (void)removed;
+  if (sizes_.pp == 1) return nullptr;
+  // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's).
+  return [this](const std::vector<model::ParameterInfo>& infos) {
+    std::vector<std::string> names;
+    for (const auto& info : infos) names.push_back(info.name);
+    layer_begin_ = pipeline_layer_split(decoder_layers_among(names), sizes_.pp * sizes_.virtual_stages,
+                                        sizes_.first_stage_layers, sizes_.last_stage_layers);
+    tied_embedding_ = std::none_of(names.begin(), names.end(),  // no LM head (or score head) of its own
+                                   [](const std::string& n) { return model::parameter_place(n).output_layer; });
+    std::vector<model::Placement> where;
+    for (const auto& info : infos)
+      where.push_back(holds(info.name) ? model::Placement::kDevice : model::Placement::kElsewhere);
+    return where;
+  };
+}
+
+void ModelParallel::keep_own_stage(model::CausalLM& model) {
+  const auto& config = model->config();
+  layer_begin_ = pipeline_layer_split(config.num_hidden_layers, sizes_.pp * sizes_.virtual_stages,
+                                      sizes_.first_stage_layers, sizes_.last_stage_layers);
+  tied_embedding_ = !model->lm_head && !model->score;
+  at::NoGradGuard no_grad;
+  int64_t dropped = 0;
+  for (auto& item : model->named_parameters()) {
+    if (holds(item.key())) continue;
+    at::Tensor& p = item.value();
+    if (p.requires_grad()) {
+      trainable_on_other_stages_.insert(item.key());
+      other_stages_trainable_bytes_ += static_cast<int64_t>(p.nbytes());
+    }
+    p.requires_grad_(false);
+    if (model::holds_values(p)) {
+      dropped += static_cast<int64_t>(p.nbytes());
+      p.set_data(model::shape_only(p.sizes(), p.options()));
+    }
+  }
+  stage_ = std::make_shared<model::PipelineStage>();
+  enter_chunk(0);
+  model->set_pipeline_stage(stage_);
+  if (tied_embedding_ && (first_stage() || last_stage())) {
+    const int first = dp_rank() * sizes_.tp + tp_rank(), last = first + (sizes_.pp - 1) * dp_size() * sizes_.tp;
+    embedding_group_ = group_->subgroup({first, last}, "embedding/" + layout_name(dp_rank(), tp_rank()));
+  }
+  const int stages = sizes_.pp * sizes_.virtual_stages;
+  std::string split, mine;
+  for (int v = 0; v < stages; ++v) {
+    const int64_t begin = layer_begin_[static_cast<size_t>(v)], end = layer_begin_[static_cast<size_t>(v) + 1];
+    split += (v ? ", " : "") + std::to_string(end - begin);
+    if (v % sizes_.pp == pp_rank()) mine += (mine.empty() ? "" : ", ") + std::to_string(begin) + "-" + std::to_string(end - 1);
+  }
+  log_info("pipeline: ", stages, sizes_.virtual_stages > 1 ? " virtual stages (" + std::to_string(sizes_.virtual_stages) +
+                                                                 " per rank, interleaved)" : std::string(" stages"),
+           " of ", split, " layers",
+           tied_embedding_ ? " (the embedding is tied: the last stage keeps a copy as its head)" : "",
+           "; this rank runs layers ", mine, first_stage() ? " after the embedding" : "", last_stage() ? " and the head" : "",
+           dropped > 0 ? "; freed the other stages' " + format_bytes(static_cast<double>(dropped)) : std::string());
+}
+
+void ModelParallel::assign_ownership(model::CausalLM& model) {
+  if (sizes_.pp > 1) keep_own_stage(model);
+  if (tp_group_) {
+    model::TensorParallelSplit split = model::apply_tensor_parallel(model, std::make_shared<GroupComm>(*tp_group_));
+    sharded_ = std::move(split.sharded);
+    partial_gradients_ = std::move(split.partial_gradients);
+  }
+  ParallelStrategy::assign_ownership(model);
+  elsewhere_.insert(trainable_on_other_stages_.begin(), trainable_on_other_stages_.end());
+  // The norm counts the last stage's copy of a tied embedding once (the first stage's).
+  const bool copy_of_tied = tied_embedding_ && last_stage() && !first_stage();
+  for (size_t i = 0; i < trainable_.size(); ++i) {
+    const at::Tensor& p = trainable_[i];
+    if (copy_of_tied && model::parameter_place(trainable_names_[i]).side == model::ParameterPlace::Side::kInput) continue;
+    const bool is_split = std::any_of(sharded_.begin(), sharded_.end(),
+                                      [&](const model::ShardedParameter& s) { return s.parameter.is_same(p); });
+    (is_split ? split_trainable_ : replicated_trainable_).push_back(p);
+  }
+  // What one rank would hold without any split (the held-memory log compares with it): the base class counted
+  // every parameter at its size here (other stages' whole, as shapes) and this rank's trainable ones.
+  int64_t held = 0, whole = 0;
+  for (const auto& s : sharded_) {
+    const auto sliced = static_cast<int64_t>(s.parameter.nbytes());
+    const int64_t unsplit = sliced * s.full_size / s.parameter.size(s.dim);
+    full_parameter_bytes_ += unsplit - sliced;
+    if (s.parameter.requires_grad()) full_trainable_bytes_ += unsplit - sliced;
+    if (!model::holds_values(s.parameter)) continue;
+    held += sliced;
+    whole += unsplit;
+  }
+  full_trainable_bytes_ += other_stages_trainable_bytes_;
+  if (tp_group_)
+    log_info("tensor parallel: ", sharded_.size(), " parameters split, ", format_bytes(static_cast<double>(held)),
+             " of their ", format_bytes(static_cast<double>(whole)), " on this rank");
+}
+
+ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
+  ParallelFootprint f = ParallelStrategy::footprint(model);
+  f.world_size = dp_size();
+  f.held_parameters_only = sizes_.pp > 1;
+  return f;
+}
+
+void ModelParallel::begin_training(model::CausalLM& model) {
+  (void)model;
+  if (!dp_group_) return;
+  dp_sync_.emplace(*dp_group_, trainable_, zero_.reduce_bucket_bytes);
+  dp_sync_->broadcast_parameters();
+}
+
+void ModelParallel::run_micro_batches(MicroBatches& batches, bool backward) {
+  if (pp_group_) run_pipeline(batches, backward);
+  else ParallelStrategy::run_micro_batches(batches, backward);
+}
+
+void ModelParallel::run_pipeline(MicroBatches& batches, bool backward) {
+  const int64_t m = static_cast<int64_t>(batches.size());
+  const int chunks = sizes_.virtual_stages, last_virtual_stage = sizes_.pp * chunks - 1;
+  // Neighbours: the previous and next virtual stages run on the previous and next ranks (around the ring: with
+  // interleaving the last rank's chunk c feeds the first rank's chunk c + 1).
+  const int prev = (pp_rank() + sizes_.pp - 1) % sizes_.pp, next = (pp_rank() + 1) % sizes_.pp;
+  constexpr int kActivations = 0, kGradients = 1;  // separate channels between the same two ranks
+  const c10::Device device = model_->device();
+  std::vector<PipelinePass> passes;
+  if (backward) {
+    passes = interleaved_one_forward_one_backward(pp_rank(), sizes_.pp, chunks, m);
+  } else {  // forward only (evaluation): each micro-batch through every chunk in turn
+    for (int64_t k = 0; k < m; ++k)
+      for (int c = 0; c < chunks; ++c) passes.push_back({true, k, c});
+  }
+  const auto last_backward = std::find_if(passes.rbegin(), passes.rend(), [](const PipelinePass& p) { return !p.forward; });
+  // Per (micro-batch, chunk) between its forward and its backward: the input (to send its gradient back) and output.
+  std::vector<at::Tensor> inputs(static_cast<size_t>(m * chunks)), outputs(static_cast<size_t>(m * chunks));
+  std::vector<PendingCollective> sends;
+  std::vector<at::Tensor> in_flight;
+  const auto started = std::chrono::steady_clock::now();
+  double waited = 0;  // seconds blocked on a neighbour's activations or gradients: the bubble and any imbalance
+  auto receive = [&](int src, int tag) {
+    const auto t = std::chrono::steady_clock::now();
+    at::Tensor out = receive_tensor(*pp_group_, src, tag, device);
+    waited += std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+    return out;
+  };
+  for (const PipelinePass& pass : passes) {
+    const auto k = static_cast<size_t>(pass.micro_batch);
+    const size_t slot = k * static_cast<size_t>(chunks) + static_cast<size_t>(pass.chunk);
+    const int virtual_stage = pass.chunk * sizes_.pp + pp_rank();
+    SWIFT_ASSERT(batches.present(k), "every stage of a pipeline runs every micro-batch");
+    if (pass.forward) {
+      enter_chunk(pass.chunk);
+      if (virtual_stage > 0) {
+        stage_->input = receive(prev, kActivations);
+        if (backward) stage_->input.requires_grad_(true);
+        inputs[slot] = stage_->input;
+      }
+      outputs[slot] = virtual_stage == last_virtual_stage ? batches.loss(k) : batches.stage_output(k);
+      stage_->input = at::Tensor();
+      if (virtual_stage < last_virtual_stage) start_send_tensor(*pp_group_, outputs[slot], next, kActivations, sends, in_flight);
+      if (!backward) outputs[slot] = inputs[slot] = at::Tensor();
+      continue;
+    }
+    // The data-parallel exchange overlaps the step's last backward when it completes every gradient (one chunk).
+    if (&pass == &*last_backward && chunks == 1) before_backward(/*last_of_step=*/true);
+    at::Tensor output_grad;
+    if (virtual_stage < last_virtual_stage) output_grad = receive(next, kGradients);
+    // A first stage whose layers train nothing (a frozen embedding, adapters only later) has no graph to run.
+    if (outputs[slot].requires_grad()) outputs[slot].backward(output_grad);
+    if (virtual_stage > 0) {
+      const at::Tensor grad = inputs[slot].grad();
+      start_send_tensor(*pp_group_, grad.defined() ? grad : at::zeros_like(inputs[slot]), prev, kGradients, sends, in_flight);
+    }
+    outputs[slot] = inputs[slot] = at::Tensor();
+  }
+  enter_chunk(0);
+  wait_all(sends);
+  if (backward) {
+    schedule_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    waiting_seconds_ += waited;
+    micro_batches_ = m;
+  }
+}
+
+void ModelParallel::before_backward(bool last_of_step) {
+  if (dp_sync_ && last_of_step) dp_sync_->overlap_next_backward(GradientSync::Exchange::kAllReduce);
+}
+
+void ModelParallel::finish_gradients(bool first_step) {
+  (void)first_step;
+  // After the data-parallel exchange, which writes its sums back into the gradients when it completes.
+  if (dp_sync_) dp_sync_->all_reduce_gradients();
+  for (auto& p : partial_gradients_)
+    if (p.requires_grad() && p.grad().defined()) tp_group_->all_reduce_sum(p.mutable_grad());
+  if (embedding_group_) {  // the tied embedding's two uses, on the first and the last stage
+    at::Tensor& embedding = model_->model->embed_tokens->weight;
+    if (embedding.requires_grad() && embedding.grad().defined()) embedding_group_->all_reduce_sum(embedding.mutable_grad());
+  }
+}
+
+double ModelParallel::clip_gradients(double max_norm, bool& overflow) {
+  overflow = group_->sum({overflow ? 1.0 : 0.0})[0] > 0;
+  const double split_norm = gradient_norm(split_trainable_), replicated_norm = gradient_norm(replicated_trainable_);
+  double squares = split_norm * split_norm;
+  if (tp_group_) squares = tp_group_->sum({squares})[0];
+  squares += replicated_norm * replicated_norm;
+  if (pp_group_) squares = pp_group_->sum({squares})[0];
+  const double norm = std::sqrt(squares);
+  const double coefficient = max_norm / (norm + 1e-6);  // as clip_grad_norm_
+  if (max_norm > 0 && coefficient < 1.0) scale_gradients(trainable_, coefficient);
+  return norm;
+}
+
+void ModelParallel::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
+  (void)stepped;
+  if (first_step)
+    log_held_memory(sizes_.pp > 1 ? (sizes_.tp > 1 ? "tensor and pipeline parallelism" : "pipeline parallelism")
+                                  : "tensor parallelism",
+                    model_, optimizer_state);
+}
+
+std::vector<ParameterSlice> ModelParallel::parameter_slices() const {
+  std::vector<ParameterSlice> out = ParallelStrategy::parameter_slices();
+  for (auto& slice : out) {
+    for (const auto& s : sharded_) {
+      if (s.name != slice.name) continue;
+      slice.whole_shape[static_cast<size_t>(s.dim)] = s.full_size;
+      slice.dim = s.dim;
+      slice.index = tp_rank();
+      slice.count = sizes_.tp;
+    }
+  }
+  return out;
+}
+
+void ModelParallel::end_training() {
+  log_time_in_collectives({group_.get(), tp_group_.get(), dp_group_.get(), pp_group_.get(), embedding_group_.get()});
+  if (!pp_group_) return;
+  // Each rank's share of the training schedule spent waiting for its neighbours, next to 1F1B's theoretical bubble.
+  std::vector<double> share(static_cast<size_t>(world_size()), 0.0);
+  share[static_cast<size_t>(rank())] = waiting_seconds_ / std::max(schedule_seconds_, 1e-9);
+  share = group_->sum(share);
+  std::string text;
+  for (size_t r = 0; r < share.size(); ++r) text += (r ? ", " : "") + std::to_string(static_cast<int>(std::lround(100 * share[r]))) + "%";
+  log_info("pipeline: share of the schedule waiting for the neighbouring stages per rank: ", text, "; the schedule's bubble (p - 1) / (v m + p - 1) at p = ",
+           sizes_.pp, ", v = ", sizes_.virtual_stages, ", m = ", micro_batches_, ": ",
+           static_cast<int>(std::lround(100 * pipeline_bubble_fraction(sizes_.pp, micro_batches_, sizes_.virtual_stages))), "%");
+}
+
+void ModelParallel::begin_save(bool trainable_only) {
+  at::NoGradGuard no_grad;
+  held_while_saving_.clear();
+  for (auto& s : sharded_) {
+    // An adapter checkpoint leaves the frozen base split; other stages' parameters are not here to gather.
+    if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
+    held_while_saving_.emplace_back(s.parameter, s.parameter.data());
+    s.parameter.set_data(tp_group_->all_gather(s.parameter.data(), s.dim));
+  }
+  if (pp_group_) collect_stages_on_rank0(trainable_only);
+}
+
+void ModelParallel::collect_stages_on_rank0(bool trainable_only) {
+  if (dp_rank() != 0 || tp_rank() != 0) return;  // rank 0 writes; its pipeline's other stages send it their part
+  std::vector<PendingCollective> sends;
+  std::vector<at::Tensor> in_flight;
+  for (auto& item : model_->named_parameters()) {
+    const std::string& name = item.key();
+    const bool trainable = item.value().requires_grad() || trainable_on_other_stages_.count(name) > 0;
+    if (trainable_only && !trainable) continue;
+    const int owner = owner_stage(name);
+    if (owner == 0) continue;
+    if (pp_rank() == owner) start_send_tensor(*pp_group_, item.value(), 0, 0, sends, in_flight);
+    if (!first_stage()) continue;
+    at::Tensor& p = item.value();
+    held_while_saving_.emplace_back(p, p.data());
+    p.set_data(receive_tensor(*pp_group_, owner, 0, p.device()));
+  }
+  wait_all(sends);
+}
+
+void ModelParallel::end_save() {
+  at::NoGradGuard no_grad;
+  for (auto it = held_while_saving_.rbegin(); it != held_while_saving_.rend(); ++it) it->first.set_data(it->second);
+  held_while_saving_.clear();
+}
+
+}  // namespace swift::distributed

@@ -1,0 +1,39 @@
+# Shared by the model-parallel e2e tests (tensor_parallel_test.sh, pipeline_parallel_test.sh, two_nodes_test.sh):
+# a run against one rank's. Source it after common.sh.
+
+# compare NAME DIR_A DIR_B [FILE]: the 4 logged steps' losses, grad norms and token accuracy, and the saved
+# checkpoint-4/FILE (default model.safetensors; adapter_model.safetensors for LoRA) agree to 1e-5.
+compare() {
+  "$PY" - "$2" "$3" "${4:-model.safetensors}" <<'P' && ok || bad "$1 differs from one rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b, file = sys.argv[1:4]
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(a), rows(b)
+assert len(ra) == len(rb) == 4, (len(ra), len(rb))
+worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in ("loss", "grad_norm", "token_acc"))
+assert worst < 1e-5, (worst, ra, rb)
+wa, wb = load_file(f"{a}/checkpoint-4/{file}"), load_file(f"{b}/checkpoint-4/{file}")
+assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
+assert all(wa[k].shape == wb[k].shape for k in wa)
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"losses and grad norms within {worst:.1e}, weights within {diff:.1e}")
+P
+}
+
+# tail_like NAME REF_RUN RUN TOLERANCE: RUN (resumed at step 3 of 6) logs REF_RUN's loss and grad norm at steps
+# 4..6, exactly when TOLERANCE is 0.
+tail_like() {
+  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1: the resumed steps differ"
+import json, sys
+ref = {r["global_step/max_steps"]: r for r in map(json.loads, open(f"{sys.argv[1]}/logging.jsonl")) if "loss" in r}
+new = [r for r in map(json.loads, open(f"{sys.argv[2]}/logging.jsonl")) if "loss" in r]
+tol = float(sys.argv[3])
+assert [r["global_step/max_steps"] for r in new] == ["4/6", "5/6", "6/6"], new
+for r in new:
+    for k in ("loss", "grad_norm"):
+        a, b = r[k], ref[r["global_step/max_steps"]][k]
+        assert (a == b) if tol == 0 else abs(a - b) / max(1.0, abs(b)) < tol, (r["global_step/max_steps"], k, a, b)
+P
+}
