@@ -1,5 +1,20 @@
 # Shared by the model-parallel e2e tests (tensor_parallel_test.sh, pipeline_parallel_test.sh, two_nodes_test.sh):
-# a run against one rank's. Source it after common.sh.
+# the test models and a run against one rank's. Source it after common.sh.
+
+# export_models QWEN2_LAYERS: $TMP/qwen3 (tied embeddings, 2 layers) and $TMP/qwen2 (q/k/v biases, an untied head,
+# QWEN2_LAYERS layers), random weights from seed 5.
+export_models() {
+  "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/qwen3" \
+    >/dev/null 2>&1 || { echo "FAIL export"; exit 1; }
+  mkdir -p "$TMP/qwen2_config" && cp "$ROOT/configs/models/qwen2-tiny/"* "$TMP/qwen2_config/"
+  "$PY" - "$TMP/qwen2_config/config.json" "$1" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1])); c["tie_word_embeddings"] = False; c["num_hidden_layers"] = int(sys.argv[2])
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+  "$SWIFT" export --model "$TMP/qwen2_config" --init_strategy normal --seed 5 --output_dir "$TMP/qwen2" >/dev/null 2>&1 \
+    || { echo "FAIL export qwen2"; exit 1; }
+}
 
 # compare NAME DIR_A DIR_B [FILE]: the 4 logged steps' losses, grad norms and token accuracy, and the saved
 # checkpoint-4/FILE (default model.safetensors; adapter_model.safetensors for LoRA) agree to 1e-5.
