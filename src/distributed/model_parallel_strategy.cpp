@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <numeric>
 
 #include "swift/core/bytes.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/distributed/gradient_norm.h"
 #include "swift/distributed/pipeline_schedule.h"
+#include "swift/distributed/zero.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/parameter_layout.h"
 
@@ -194,6 +196,18 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
     partial_gradients_ = std::move(split.partial_gradients);
   }
   ParallelStrategy::assign_ownership(model);
+  if (shards_optimizer_over_replicas()) {  // Megatron's distributed optimizer: ZeRO-1 over the replicas
+    std::vector<int64_t> bytes;
+    for (const auto& p : trainable_) bytes.push_back(static_cast<int64_t>(p.nbytes()));
+    dp_owners_ = ParameterPartition(bytes, dp_size()).owners();
+    std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its replica position owns it
+    for (const int owner : dp_owners_) owner_ranks.push_back(owner == dp_rank() ? rank() : -1);
+    keep_owned(owner_ranks);
+    const std::vector<double> shares = bytes_per_owner(bytes, dp_owners_);
+    log_info("distributed optimizer: the AdamW state of this rank's part of the model split over ", dp_size(),
+             " replicas, ", format_bytes(2.0 * shares[static_cast<size_t>(dp_rank())]), " of ",
+             format_bytes(2.0 * std::accumulate(shares.begin(), shares.end(), 0.0)), " here");
+  }
   elsewhere_.insert(trainable_on_other_stages_.begin(), trainable_on_other_stages_.end());
   // The norm counts the last stage's copy of a tied embedding once (the first stage's).
   const bool copy_of_tied = tied_embedding_ && last_stage() && !first_stage();
@@ -226,6 +240,7 @@ ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
   ParallelFootprint f = ParallelStrategy::footprint(model);
   f.world_size = dp_size();
   f.held_parameters_only = sizes_.pp > 1;
+  if (shards_optimizer_over_replicas()) f.zero_stage = 1;
   return f;
 }
 
@@ -233,6 +248,7 @@ void ModelParallel::begin_training(model::CausalLM& model) {
   (void)model;
   if (!dp_group_) return;
   dp_sync_.emplace(*dp_group_, trainable_, zero_.reduce_bucket_bytes);
+  if (shards_optimizer_over_replicas()) dp_sync_->set_owners(dp_owners_);
   dp_sync_->broadcast_parameters();
 }
 
@@ -338,7 +354,7 @@ double ModelParallel::clip_gradients(double max_norm, bool& overflow) {
 }
 
 void ModelParallel::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
-  (void)stepped;
+  if (stepped && shards_optimizer_over_replicas()) dp_sync_->broadcast_from_owners();  // the owners' new values
   if (first_step)
     log_held_memory(sizes_.pp > 1 ? (sizes_.tp > 1 ? "tensor and pipeline parallelism" : "pipeline parallelism")
                                   : "tensor parallelism",

@@ -21,6 +21,7 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism); only 1 for now", {"cp_size"}},
       {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split a MoE layer's experts; only 1 for now", {"ep_size"}},
       {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
+      {"use_distributed_optimizer", FlagType::kBool, "true", "with --tp_size/--pp_size and several data-parallel replicas: the ranks holding the same part of the model shard its AdamW state (Megatron's distributed optimizer, ZeRO-1); false: each keeps all of it"},
       {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
       {"sequence_parallel", FlagType::kBool, "false", "Megatron sequence parallelism (the norm regions' activations split over the tensor-parallel group); not built yet: the run keeps them whole and says so"},
   };
@@ -58,9 +59,11 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
   problems.check(dp == 0 || dp * split == world,
                  "--dp_size " + std::to_string(dp) + " x " + sizes + " is not the " + std::to_string(world) + " ranks started",
                  "drop --dp_size (it is what the ranks leave), or start " + std::to_string(dp * split) + " ranks");
-  problems.check(split == 1 || options.zero.stage == 0,
-                 "--deepspeed " + options.zero.source + " with " + sizes + " is not available yet (Megatron's distributed optimizer)",
-                 "drop --deepspeed: each rank then keeps the optimizer state of its own part of the model");
+  problems.check(split == 1 || options.zero.stage <= 1,
+                 "--deepspeed " + options.zero.source + " with " + sizes +
+                     " is not available yet (only the optimizer state is sharded across replicas: Megatron's distributed optimizer)",
+                 "drop --deepspeed (--use_distributed_optimizer, on by default, shards the optimizer state)");
+  options.distributed_optimizer = flags.boolean("use_distributed_optimizer") || options.zero.stage == 1;
   problems.check(options.pp_size > 1 || (options.first_stage_layers == 0 && options.last_stage_layers == 0),
                  "--decoder_first/last_pipeline_num_layers need pipeline stages", "add --pp_size, or drop them");
   if (flags.boolean("sequence_parallel") && options.tp_size > 1)

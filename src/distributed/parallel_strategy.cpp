@@ -278,6 +278,8 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
     sizes.tp = static_cast<int>(options.tp_size);
     sizes.pp = static_cast<int>(options.pp_size);
     sizes.virtual_stages = static_cast<int>(options.virtual_stages);
+    sizes.distributed_optimizer = options.distributed_optimizer;
+    zero.stage = 0;  // ZeRO-1 over the replicas is the distributed optimizer's
     sizes.first_stage_layers = options.first_stage_layers;
     sizes.last_stage_layers = options.last_stage_layers;
     strategy = std::make_unique<ModelParallel>(std::move(group), device, zero, sizes);

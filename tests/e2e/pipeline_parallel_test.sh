@@ -6,7 +6,10 @@
 #    on 4 ranks each give one rank's losses, grad norms and final weights (fp32, 1e-5) on the same global batch; so
 #    does LoRA at TP2 x PP2 and interleaved (its adapter file one rank's);
 #  - each rank holds about 1/(TP x PP) of the parameters, gradients and AdamW state (the log's per-rank figures);
-#  - a TP2 x PP2 checkpoint resumes exactly at TP2 x PP2 and continues at one rank and at DP2 as one rank would;
+#  - with several replicas their ranks split the AdamW state (Megatron's distributed optimizer, the default), with
+#    the same numbers as keeping it whole (--use_distributed_optimizer false);
+#  - a TP2 x PP2 checkpoint resumes exactly at TP2 x PP2 and continues at one rank and at DP2 as one rank would; so
+#    does a DP2 x PP2 one (its optimizer state split over the replicas) at one rank;
 #  - evaluation with gradient checkpointing passes through the stages and logs one rank's eval_loss;
 #  - the seeds' Megatron command line runs as written at --tp_size 2 --pp_size 2 --dp_size 1 on 4 ranks;
 #  - more stages than layers, sizes that do not divide the ranks, and swift rlhf with stages stop with exit 2
@@ -79,7 +82,13 @@ run one_qwen2_b4 0 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --per_device
 run dp2pp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --pp_size 2 --dp_size 2 \
   --output_dir "$TMP/dp2pp2"
 has dp2pp2_layout "model parallel: tp 1 x pp 2 x dp 2" err
+# Megatron's distributed optimizer (on by default): the 2 replicas of each stage split its AdamW state.
+has dp2pp2_distributed "distributed optimizer: the AdamW state of this rank's part of the model split over 2 replicas" err
 compare dp2pp2 "$TMP/one_b4" "$TMP/dp2pp2"
+run dp2pp2_whole_state 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --pp_size 2 \
+  --use_distributed_optimizer false --output_dir "$TMP/dp2pp2_whole_state"
+grep -q "distributed optimizer:" "$TMP/err" && bad "dp2pp2_whole_state: the optimizer state was split" || ok
+compare dp2pp2_whole_state "$TMP/one_b4" "$TMP/dp2pp2_whole_state"
 
 # LoRA on every linear layer at TP2 x PP2: each stage trains its layers' adapters; rank 0 writes one PEFT file.
 lora=("${common[@]/full/lora}" --target_modules all-linear --lora_rank 4 --lora_alpha 8 --lora_dropout 0 --learning_rate 1e-2)
@@ -104,6 +113,12 @@ tail_like mp6_at_one "$TMP/one6" "$TMP/r2" 1e-5
 run mp6_at_dp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${six[@]}" --per_device_train_batch_size 1 \
   --output_dir "$TMP/r3" --resume_from_checkpoint "$TMP/mp6/checkpoint-3"
 tail_like mp6_at_dp2 "$TMP/one6" "$TMP/r3" 1e-5
+# A DP2 x PP2 checkpoint (each rank's file a quarter of the AdamW state) continues at one rank.
+run dp2pp2_6 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${six[@]}" --per_device_train_batch_size 1 \
+  --pp_size 2 --output_dir "$TMP/dp2pp2_6"
+run dp2pp2_at_one 0 "$SWIFT" sft --model "$TMP/qwen2" "${six[@]}" --output_dir "$TMP/r5" \
+  --resume_from_checkpoint "$TMP/dp2pp2_6/checkpoint-3"
+tail_like dp2pp2_at_one "$TMP/one6" "$TMP/r5" 1e-5
 run one6_at_pp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${six[@]}" --pp_size 2 --output_dir "$TMP/r4" \
   --resume_from_checkpoint "$TMP/one6/checkpoint-3"
 tail_like one6_at_pp2 "$TMP/one6" "$TMP/r4" 1e-5

@@ -94,6 +94,7 @@ compare tp2_lora "$TMP/one_lora" "$TMP/tp2_lora" adapter_model.safetensors
 run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \
   --per_device_train_batch_size 1 --output_dir "$TMP/dp2tp2"
 has dp2tp2_groups "model parallel: tp 2 x pp 1 x dp 2" err
+has dp2tp2_distributed "distributed optimizer: the AdamW state of this rank's part of the model split over 2 replicas" err
 compare dp2tp2 "$TMP/one_qwen3" "$TMP/dp2tp2"
 
 # The seeds' Megatron command line as written (ms-swift's `megatron` entry point: the same binary under that name),

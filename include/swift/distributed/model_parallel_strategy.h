@@ -13,7 +13,8 @@
 //     its first and last stage;
 //   clip_gradients: the norm of the whole model (split gradients' squares summed over TP, then every stage's);
 //   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
-//   optimizer state: a file per rank (its slices of its stage's parameters).
+//   optimizer state: a file per rank (its slices of its stage's parameters; with the distributed optimizer the
+//     replicas split them: each rank updates its share, then sends the new values to the others).
 #pragma once
 
 #include <memory>
@@ -31,6 +32,7 @@ namespace swift::distributed {
 struct ModelParallelSizes {
   int tp = 1, pp = 1;
   int virtual_stages = 1;  // per rank (--virtual_pipeline_model_parallel_size): interleaved 1F1B above 1
+  bool distributed_optimizer = true;  // the AdamW state sharded over the data-parallel group (ZeRO-1)
   // Megatron's --decoder_first/last_pipeline_num_layers (0: an even split).
   int64_t first_stage_layers = 0, last_stage_layers = 0;
 };
@@ -70,6 +72,7 @@ class ModelParallel : public ParallelStrategy {
 
  private:
   bool first_stage() const { return pp_rank() == 0; }
+  bool shards_optimizer_over_replicas() const { return sizes_.distributed_optimizer && dp_group_ != nullptr; }
   bool last_stage() const { return pp_rank() == sizes_.pp - 1; }
   // Whether this rank keeps `name` (its stage's, or the last stage's copy of a tied embedding).
   bool holds(const std::string& name) const;
@@ -94,6 +97,7 @@ class ModelParallel : public ParallelStrategy {
   int64_t other_stages_trainable_bytes_ = 0;  // their whole size
   std::vector<std::pair<at::Tensor, at::Tensor>> held_while_saving_;  // (parameter, its data) between begin_/end_save
   std::optional<GradientSync> dp_sync_;
+  std::vector<int> dp_owners_;  // distributed optimizer: the data-parallel rank updating each trainable parameter
   // The training schedule's wall time and the part of it spent waiting on the neighbouring stages (the bubble).
   double schedule_seconds_ = 0, waiting_seconds_ = 0;
   int64_t micro_batches_ = 0;

@@ -29,6 +29,10 @@ struct ParallelOptions {
   int64_t first_stage_layers = 0, last_stage_layers = 0;
   // Virtual stages per rank (--virtual_pipeline_model_parallel_size): interleaved 1F1B above 1. Default: 1.
   int64_t virtual_stages = 1;
+  // Megatron's distributed optimizer (--use_distributed_optimizer, or --deepspeed zero1 with tp/pp): each
+  // data-parallel replica's ranks shard the AdamW state of their parameters (ZeRO-1). Default: on, as ms-swift's
+  // Megatron arguments.
+  bool distributed_optimizer = true;
   // Ranks that split the model (tp x pp); the world size over it is the data-parallel size.
   int64_t model_parallel_size() const { return tp_size * pp_size; }
 };
