@@ -12,11 +12,11 @@ namespace swift::train {
 void log_memory_estimate(const MemoryReportInputs& r) {
   MemoryInputs in;
   model::CausalLM model = r.model;  // a handle: the same module
-  const distributed::ParallelFootprint footprint = r.parallel.footprint(model);
+  const distributed::ParallelFootprint f = r.parallel.footprint(model);  // computed once: it walks the model
   for (const auto& p : model->parameters()) {
     in.total_params += p.numel();
     // Pipeline stages: another stage's parameters are shapes only here (ZeRO-3 counts them whole and divides).
-    if (footprint.held_parameters_only && !model::holds_values(p)) continue;
+    if (f.held_parameters_only && !model::holds_values(p)) continue;
     in.weight_bytes += p.numel() * static_cast<int64_t>(p.element_size());
   }
   in.weight_bytes += model::quantized_bytes(model).first;  // QLoRA: the packed weights and their statistics
@@ -42,7 +42,6 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   // rows are encoded as they are drawn).
   in.tokens_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example() *
                               (r.longest_example > 0 ? r.longest_example : r.max_length);
-  const distributed::ParallelFootprint& f = footprint;
   in.zero_stage = f.zero_stage;
   in.world_size = f.world_size;
   in.optimizer_offloaded = f.optimizer_offloaded;
