@@ -1,5 +1,6 @@
 """Model parallelism against data parallelism for `swift sft` on the CPU (c10d + Gloo): the same model and global
-batch, in the same number of micro-batches, as DP, TP, PP and their products on 2 and 4 ranks, with each layout's
+batch, in the same number of micro-batches, as DP, TP, PP, CP (context parallelism: ring attention with --cp_size,
+Ulysses with --sequence_parallel_size) and their products on 2 and 4 ranks, with each layout's
 time per step, its share of wall time spent waiting for collectives (swift logs each rank's at the end of
 training: what the overlap of the gradient exchange did not hide, and for pipelines the stages waiting on each
 other), each rank's parameter + gradient + AdamW memory after the first step, and for pipelines the measured share
@@ -26,22 +27,25 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_train import ROOT, SIZES, make_data, make_model, read_log  # noqa: E402
 
-LAYOUTS = [  # (name, ranks, tp_size, pp_size)
-    ("DP2", 2, 1, 1), ("TP2", 2, 2, 1), ("PP2", 2, 1, 2),
-    ("DP4", 4, 1, 1), ("TP2xDP2", 4, 2, 1), ("TP4", 4, 4, 1), ("PP4", 4, 1, 4), ("PP2xDP2", 4, 1, 2),
-    ("TP2xPP2", 4, 2, 2),
+LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence split)
+    ("DP2", 2, 1, 1, None), ("TP2", 2, 2, 1, None), ("PP2", 2, 1, 2, None),
+    ("CP2", 2, 1, 1, ("--cp_size", 2)), ("Ulysses2", 2, 1, 1, ("--sequence_parallel_size", 2)),
+    ("DP4", 4, 1, 1, None), ("TP2xDP2", 4, 2, 1, None), ("TP4", 4, 4, 1, None), ("PP4", 4, 1, 4, None),
+    ("PP2xDP2", 4, 1, 2, None), ("TP2xPP2", 4, 2, 2, None), ("CP4", 4, 1, 1, ("--cp_size", 4)),
+    ("TP2xCP2", 4, 2, 1, ("--cp_size", 2)),
 ]
 
 
-def run(swift, model, data, out, ranks, tp, pp, global_batch, micro_batches, steps):
-    dp = ranks // (tp * pp)
+def run(swift, model, data, out, ranks, tp, pp, sequence_split, global_batch, micro_batches, steps):
+    cp = sequence_split[1] if sequence_split else 1
+    dp = ranks // (tp * pp * cp)
     env = dict(os.environ, NPROC_PER_NODE=str(ranks))
     env.pop("OMP_NUM_THREADS", None)
     cmd = [swift, "sft", "--model", model, "--template", "qwen3", "--train_type", "full", "--dataset", data,
            "--max_steps", str(steps), "--per_device_train_batch_size", str(global_batch // (dp * micro_batches)),
            "--gradient_accumulation_steps", str(micro_batches), "--max_length", "128", "--logging_steps", "1",
            "--save_steps", "100000", "--save_only_model", "true", "--output_dir", out, "--tp_size", str(tp),
-           "--pp_size", str(pp)]
+           "--pp_size", str(pp)] + ([sequence_split[0], str(cp)] if sequence_split else [])
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode:
         sys.exit(p.stderr[-3000:])
@@ -66,7 +70,7 @@ def main():
     ap.add_argument("--layouts", default=",".join(x[0] for x in LAYOUTS))
     args = ap.parse_args()
     wanted = set(args.layouts.split(","))
-    wanted |= {f"DP{ranks}" for name, ranks, _, _ in LAYOUTS if name in wanted}  # each rank count's baseline
+    wanted |= {f"DP{x[1]}" for x in LAYOUTS if x[0] in wanted}  # each rank count's baseline
     layouts = [x for x in LAYOUTS if x[0] in wanted]
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,9 +80,9 @@ def main():
         n_params, _ = make_model(model, *SIZES[args.size])
         results = {x[0]: [] for x in layouts}
         for r in range(args.rounds):
-            for name, ranks, tp, pp in (layouts if r % 2 == 0 else layouts[::-1]):
+            for name, ranks, tp, pp, split in (layouts if r % 2 == 0 else layouts[::-1]):
                 out = os.path.join(tmp, f"out-{name}-{r}")
-                results[name].append(run(args.swift, model, data, out, ranks, tp, pp, args.global_batch,
+                results[name].append(run(args.swift, model, data, out, ranks, tp, pp, split, args.global_batch,
                                          args.micro_batches, args.steps))
                 step_s, share, _, _ = results[name][-1]
                 print(f"round {r + 1} {name}: {step_s:.3f} s/step, {100 * share:.0f}% waiting for collectives", flush=True)
@@ -86,14 +90,14 @@ def main():
     print(f"\n{args.size} ({n_params / 1e6:.1f}M parameters, heads {SIZES[args.size][3]}, KV heads "
           f"{SIZES[args.size][4]}, {SIZES[args.size][1]} layers), global batch {args.global_batch} x {mean_len:.1f} tokens "
           f"in {args.micro_batches} micro-batches, fp32, {args.steps} steps, median of {args.rounds} rounds")
-    print(f"{'layout':<9}{'ranks':>6}{'s/step':>9}{'vs DP':>8}{'waiting':>9}  params+grads+AdamW per rank | "
+    print(f"{'layout':<10}{'ranks':>6}{'s/step':>9}{'vs DP':>8}{'waiting':>9}  params+grads+AdamW per rank | "
           "pipeline: waiting for neighbours per rank")
-    for name, ranks, tp, pp in layouts:
+    for name, ranks, *_ in layouts:
         step_s = statistics.median(x[0] for x in results[name])
         share = statistics.median(x[1] for x in results[name])
         dp_name = f"DP{ranks}"
         base = statistics.median(x[0] for x in results[dp_name])
-        print(f"{name:<9}{ranks:>6}{step_s:>9.3f}{step_s / base:>7.2f}x{100 * share:>8.0f}%  {results[name][-1][2]}"
+        print(f"{name:<10}{ranks:>6}{step_s:>9.3f}{step_s / base:>7.2f}x{100 * share:>8.0f}%  {results[name][-1][2]}"
               f" | {results[name][-1][3]}")
 
 

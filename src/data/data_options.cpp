@@ -50,6 +50,7 @@ std::vector<cli::FlagSpec> training_data_flags() {
   return {
       {"packing", FlagType::kBool, "false", "pack samples into rows of --packing_length tokens (no cross-sample attention)"},
       {"packing_length", FlagType::kInt, "0", "tokens per packed row (0: --max_length)", {"pack_max_length"}},
+      {"padding_free", FlagType::kBool, "false", "each micro-batch's samples concatenated into one row without padding (no cross-sample attention; the same losses as padded rows)"},
       {"lazy_tokenize", FlagType::kBool, "false", "encode each row when its batch is drawn instead of all up front"},
       {"streaming", FlagType::kBool, "false", "read --dataset row by row while training (.jsonl line by line; needs --max_steps)"},
       {"shuffle_buffer_size", FlagType::kInt, "1000", "--streaming: rows held for shuffling (1: file order)"},
@@ -88,6 +89,7 @@ DataOptions data_options(const cli::Flags& flags, uint64_t seed, cli::Problems& 
 
   o.packing = flags.boolean("packing");
   o.packing_length = flags.integer("packing_length");
+  o.padding_free = flags.boolean("padding_free");
   problems.at_least("packing_length", o.packing_length, 0, "tokens per packed row; 0 takes --max_length");
   o.lazy_tokenize = flags.boolean("lazy_tokenize");
   o.streaming = flags.boolean("streaming");

@@ -35,21 +35,40 @@ std::vector<Example> pack_examples(const std::vector<Example>& examples, int64_t
   std::vector<Example> out;
   out.reserve(bins.size());
   for (const auto& bin : bins) {
-    Example row;
-    for (size_t s = 0; s < bin.size(); ++s) {
-      const auto& e = examples[bin[s]];
-      row.input_ids.insert(row.input_ids.end(), e.input_ids.begin(), e.input_ids.end());
-      const size_t start = row.labels.size();
-      row.labels.insert(row.labels.end(), e.labels.begin(), e.labels.end());
-      if (!e.labels.empty()) row.labels[start] = -100;  // never predicted from the previous sample
-      for (size_t t = 0; t < e.input_ids.size(); ++t) {
-        row.position_ids.push_back(static_cast<int64_t>(t));
-        row.segments.push_back(static_cast<int64_t>(s));
-      }
-    }
-    out.push_back(std::move(row));
+    std::vector<const Example*> members;
+    for (size_t i : bin) members.push_back(&examples[i]);
+    out.push_back(pack_row(members));
   }
   return out;
+}
+
+Example pack_row(const std::vector<const Example*>& examples) {
+  Example row;
+  int64_t segment = 0;
+  for (const Example* e : examples) {
+    const size_t start = row.input_ids.size();
+    row.input_ids.insert(row.input_ids.end(), e->input_ids.begin(), e->input_ids.end());
+    row.labels.insert(row.labels.end(), e->labels.begin(), e->labels.end());
+    if (e->segments.empty()) {  // one sample
+      if (!e->labels.empty()) row.labels[start] = -100;  // never predicted from the previous sample
+      for (size_t t = 0; t < e->input_ids.size(); ++t) {
+        row.position_ids.push_back(static_cast<int64_t>(t));
+        row.segments.push_back(segment);
+      }
+      ++segment;
+      continue;
+    }
+    // A packed row: its samples (their first labels already -100) renumbered after the ones before.
+    const int64_t first = e->segments.front();
+    int64_t last = first;
+    for (size_t t = 0; t < e->segments.size(); ++t) {
+      row.position_ids.push_back(e->position_ids[t]);
+      row.segments.push_back(segment + e->segments[t] - first);
+      last = std::max(last, e->segments[t]);
+    }
+    segment += last - first + 1;
+  }
+  return row;
 }
 
 }  // namespace swift::data

@@ -1,4 +1,4 @@
-// Tensor, pipeline and data parallelism together (see model_parallel_strategy.h).
+// Tensor, context, pipeline and data parallelism together (see model_parallel_strategy.h).
 #include "swift/distributed/model_parallel_strategy.h"
 
 #include <ATen/ATen.h>
@@ -11,6 +11,7 @@
 #include "swift/core/bytes.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/distributed/context_parallel_batch.h"
 #include "swift/distributed/gradient_norm.h"
 #include "swift/distributed/pipeline_schedule.h"
 #include "swift/distributed/zero.h"
@@ -29,6 +30,39 @@ class GroupComm : public model::TensorParallelComm {
   void all_reduce_sum(at::Tensor& t) override { group_.all_reduce_sum(t); }
   void all_reduce_max(at::Tensor& t) override { group_.all_reduce_max(t); }
   at::Tensor all_gather(const at::Tensor& t, int64_t dim) override { return group_.all_gather(t, dim); }
+
+ private:
+  ProcessGroup& group_;
+};
+
+// The model's view of the CP group. The ring's sends and receives are ordered even/odd, so that on NCCL (where a
+// send may wait for its receive) neighbours never both wait in a send.
+class ContextGroupComm : public model::ContextParallelComm {
+ public:
+  explicit ContextGroupComm(ProcessGroup& group) : group_(group) {}
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.world_size(); }
+  at::Tensor all_gather(const at::Tensor& t, int64_t dim) override { return group_.all_gather(t, dim); }
+  at::Tensor all_to_all(const at::Tensor& t, int64_t scatter_dim, int64_t gather_dim) override {
+    return group_.all_to_all(t, scatter_dim, gather_dim);
+  }
+  std::function<at::Tensor()> start_ring_shift(const at::Tensor& t, int channel) override {
+    const int next = (rank() + 1) % size(), prev = (rank() + size() - 1) % size();
+    at::Tensor sent = t.contiguous(), received = at::empty_like(sent);
+    PendingCollective send, receive;
+    if (rank() % 2 == 0) {
+      send = group_.start_send(sent, next, channel);
+      receive = group_.start_recv(received, prev, channel);
+    } else {
+      receive = group_.start_recv(received, prev, channel);
+      send = group_.start_send(sent, next, channel);
+    }
+    return [send, receive, sent, received]() mutable {
+      receive.wait();
+      send.wait();
+      return received;
+    };
+  }
 
  private:
   ProcessGroup& group_;
@@ -82,24 +116,28 @@ void wait_all(std::vector<PendingCollective>& pending) {
 ModelParallel::ModelParallel(std::unique_ptr<ProcessGroup> world, std::string device, ZeroConfig zero,
                              ModelParallelSizes sizes)
     : ParallelStrategy(std::move(world), std::move(device), std::move(zero)), sizes_(sizes) {
-  const int tp = sizes_.tp, dp = dp_size(), replica = dp * tp;  // ranks per stage
-  if (tp > 1)
-    tp_group_ = group_->subgroup(ranks_from(pp_rank() * replica + dp_rank() * tp, tp, 1),
-                                 "tp/" + layout_name(pp_rank(), dp_rank()));
-  if (dp > 1)
-    dp_group_ = group_->subgroup(ranks_from(pp_rank() * replica + tp_rank(), dp, tp),
-                                 "dp/" + layout_name(pp_rank(), tp_rank()));
-  if (sizes_.pp > 1)
-    pp_group_ = group_->subgroup(ranks_from(dp_rank() * tp + tp_rank(), sizes_.pp, replica),
-                                 "pp/" + layout_name(dp_rank(), tp_rank()));
-  log_info("model parallel: tp ", tp, " x pp ", sizes_.pp, " x dp ", dp, "; this rank: tp ", tp_rank(), ", pp ",
-           pp_rank(), ", dp ", dp_rank());
+  const int tp = sizes_.tp, cp = sizes_.cp, stage = stage_ranks(), in_stage = rank() % stage;
+  if (tp > 1) tp_group_ = group_->subgroup(ranks_from(rank() - tp_rank(), tp, 1), "tp/" + std::to_string(rank() / tp));
+  if (cp > 1)
+    cp_group_ = group_->subgroup(ranks_from(rank() - cp_rank() * tp, cp, tp),
+                                 "cp/" + layout_name(rank() / (cp * tp), tp_rank()));
+  if (data_group_size() > 1)
+    data_group_ = group_->subgroup(ranks_from(pp_rank() * stage + tp_rank(), data_group_size(), tp),
+                                   "dp/" + layout_name(pp_rank(), tp_rank()));
+  if (sizes_.pp > 1) pp_group_ = group_->subgroup(ranks_from(in_stage, sizes_.pp, stage), "pp/" + std::to_string(in_stage));
+  const std::string cp_size = cp > 1 ? " x cp " + std::to_string(cp) : "", cp_place = cp > 1 ? ", cp " + std::to_string(cp_rank()) : "";
+  log_info("model parallel: tp ", tp, cp_size, " x pp ", sizes_.pp, " x dp ", dp_size(), "; this rank: tp ", tp_rank(),
+           cp_place, ", pp ", pp_rank(), ", dp ", dp_rank());
 }
 
 ModelParallel::~ModelParallel() = default;
 
 std::vector<double> ModelParallel::sum(const std::vector<double>& values) {
-  return dp_group_ ? dp_group_->sum(values) : values;
+  return data_group_ ? data_group_->sum(values) : values;
+}
+
+data::Batch ModelParallel::local_sequences(const data::Batch& batch) const {
+  return cp_group_ ? context_parallel_batch(batch, cp_rank(), sizes_.cp) : batch;
 }
 
 std::vector<double> ModelParallel::sum_metrics(const std::vector<double>& values) {
@@ -170,8 +208,8 @@ void ModelParallel::keep_own_stage(model::CausalLM& model) {
   enter_chunk(0);
   model->set_pipeline_stage(stage_);
   if (tied_embedding_ && (first_stage() || last_stage())) {
-    const int first = dp_rank() * sizes_.tp + tp_rank(), last = first + (sizes_.pp - 1) * dp_size() * sizes_.tp;
-    embedding_group_ = group_->subgroup({first, last}, "embedding/" + layout_name(dp_rank(), tp_rank()));
+    const int first = rank() % stage_ranks(), last = first + (sizes_.pp - 1) * stage_ranks();
+    embedding_group_ = group_->subgroup({first, last}, "embedding/" + std::to_string(first));
   }
   const int stages = sizes_.pp * sizes_.virtual_stages;
   std::string split, mine;
@@ -188,8 +226,26 @@ void ModelParallel::keep_own_stage(model::CausalLM& model) {
            dropped > 0 ? "; freed the other stages' " + format_bytes(static_cast<double>(dropped)) : std::string());
 }
 
+void ModelParallel::split_sequences(model::CausalLM& model) {
+  auto cp = std::make_shared<model::ContextParallel>();
+  cp->comm = std::make_shared<ContextGroupComm>(*cp_group_);
+  // Ulysses gives each rank whole heads: those this rank computes (after tensor parallelism) must divide.
+  const int64_t heads = model->config().num_attention_heads / sizes_.tp;
+  const bool ulysses = sizes_.context_attention == model::ContextParallelAttention::kUlysses && heads % sizes_.cp == 0;
+  cp->attention = ulysses ? model::ContextParallelAttention::kUlysses : model::ContextParallelAttention::kRing;
+  if (sizes_.context_attention == model::ContextParallelAttention::kUlysses && !ulysses)
+    log_info("sequence parallelism: ", heads, " attention heads per rank do not divide by ", sizes_.cp,
+             " (Ulysses gives each rank whole heads); ring attention instead, with the same results");
+  log_info("context parallelism: each row split over ", sizes_.cp, " ranks (this rank: chunks ", cp_rank(), " and ",
+           2 * sizes_.cp - 1 - cp_rank(), " of ", 2 * sizes_.cp, "), attention by ",
+           ulysses ? "Ulysses all-to-all (whole rows, " + std::to_string(heads / sizes_.cp) + " heads here)"
+                   : std::string("ring (key/value blocks passed around the group)"));
+  model->set_context_parallel(std::move(cp));
+}
+
 void ModelParallel::assign_ownership(model::CausalLM& model) {
   if (sizes_.pp > 1) keep_own_stage(model);
+  if (cp_group_) split_sequences(model);
   if (tp_group_) {
     model::TensorParallelSplit split = model::apply_tensor_parallel(model, std::make_shared<GroupComm>(*tp_group_));
     sharded_ = std::move(split.sharded);
@@ -199,13 +255,14 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
   if (shards_optimizer_over_replicas()) {  // Megatron's distributed optimizer: ZeRO-1 over the replicas
     std::vector<int64_t> bytes;
     for (const auto& p : trainable_) bytes.push_back(static_cast<int64_t>(p.nbytes()));
-    dp_owners_ = ParameterPartition(bytes, dp_size()).owners();
-    std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its replica position owns it
-    for (const int owner : dp_owners_) owner_ranks.push_back(owner == dp_rank() ? rank() : -1);
+    dp_owners_ = ParameterPartition(bytes, data_group_size()).owners();
+    std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its place in the data group owns it
+    for (const int owner : dp_owners_) owner_ranks.push_back(owner == data_group_rank() ? rank() : -1);
     keep_owned(owner_ranks);
     const std::vector<double> shares = bytes_per_owner(bytes, dp_owners_);
-    log_info("distributed optimizer: the AdamW state of this rank's part of the model split over ", dp_size(),
-             " replicas, ", format_bytes(2.0 * shares[static_cast<size_t>(dp_rank())]), " of ",
+    log_info("distributed optimizer: the AdamW state of this rank's part of the model split over ", data_group_size(),
+             sizes_.cp > 1 ? " ranks (data x context parallel)" : " replicas", ", ",
+             format_bytes(2.0 * shares[static_cast<size_t>(data_group_rank())]), " of ",
              format_bytes(2.0 * std::accumulate(shares.begin(), shares.end(), 0.0)), " here");
   }
   elsewhere_.insert(trainable_on_other_stages_.begin(), trainable_on_other_stages_.end());
@@ -238,18 +295,19 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
 
 ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
   ParallelFootprint f = ParallelStrategy::footprint(model);
-  f.world_size = dp_size();
+  f.world_size = data_group_size();
   f.held_parameters_only = sizes_.pp > 1;
+  f.sequence_split = sizes_.cp;
   if (shards_optimizer_over_replicas()) f.zero_stage = 1;
   return f;
 }
 
 void ModelParallel::begin_training(model::CausalLM& model) {
   (void)model;
-  if (!dp_group_) return;
-  dp_sync_.emplace(*dp_group_, trainable_, zero_.reduce_bucket_bytes);
-  if (shards_optimizer_over_replicas()) dp_sync_->set_owners(dp_owners_);
-  dp_sync_->broadcast_parameters();
+  if (!data_group_) return;
+  data_sync_.emplace(*data_group_, trainable_, zero_.reduce_bucket_bytes);
+  if (shards_optimizer_over_replicas()) data_sync_->set_owners(dp_owners_);
+  data_sync_->broadcast_parameters();
 }
 
 void ModelParallel::run_micro_batches(MicroBatches& batches, bool backward) {
@@ -325,13 +383,13 @@ void ModelParallel::run_pipeline(MicroBatches& batches, bool backward) {
 }
 
 void ModelParallel::before_backward(bool last_of_step) {
-  if (dp_sync_ && last_of_step) dp_sync_->overlap_next_backward(GradientSync::Exchange::kAllReduce);
+  if (data_sync_ && last_of_step) data_sync_->overlap_next_backward(GradientSync::Exchange::kAllReduce);
 }
 
 void ModelParallel::finish_gradients(bool first_step) {
   (void)first_step;
   // After the data-parallel exchange, which writes its sums back into the gradients when it completes.
-  if (dp_sync_) dp_sync_->all_reduce_gradients();
+  if (data_sync_) data_sync_->all_reduce_gradients();
   for (auto& p : partial_gradients_)
     if (p.requires_grad() && p.grad().defined()) tp_group_->all_reduce_sum(p.mutable_grad());
   if (embedding_group_) {  // the tied embedding's two uses, on the first and the last stage
@@ -354,11 +412,16 @@ double ModelParallel::clip_gradients(double max_norm, bool& overflow) {
 }
 
 void ModelParallel::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
-  if (stepped && shards_optimizer_over_replicas()) dp_sync_->broadcast_from_owners();  // the owners' new values
-  if (first_step)
-    log_held_memory(sizes_.pp > 1 ? (sizes_.tp > 1 ? "tensor and pipeline parallelism" : "pipeline parallelism")
-                                  : "tensor parallelism",
-                    model_, optimizer_state);
+  if (stepped && shards_optimizer_over_replicas()) data_sync_->broadcast_from_owners();  // the owners' new values
+  if (first_step) {
+    std::vector<std::string> kinds;
+    if (sizes_.tp > 1) kinds.push_back("tensor");
+    if (sizes_.cp > 1) kinds.push_back("context");
+    if (sizes_.pp > 1) kinds.push_back("pipeline");
+    std::string what;
+    for (size_t i = 0; i < kinds.size(); ++i) what += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
+    log_held_memory(what + " parallelism", model_, optimizer_state);
+  }
 }
 
 std::vector<ParameterSlice> ModelParallel::parameter_slices() const {
@@ -376,7 +439,8 @@ std::vector<ParameterSlice> ModelParallel::parameter_slices() const {
 }
 
 void ModelParallel::end_training() {
-  log_time_in_collectives({group_.get(), tp_group_.get(), dp_group_.get(), pp_group_.get(), embedding_group_.get()});
+  log_time_in_collectives({group_.get(), tp_group_.get(), cp_group_.get(), data_group_.get(), pp_group_.get(),
+                           embedding_group_.get()});
   if (!pp_group_) return;
   // Each rank's share of the training schedule spent waiting for its neighbours, next to 1F1B's theoretical bubble.
   std::vector<double> share(static_cast<size_t>(world_size()), 0.0);
@@ -402,7 +466,7 @@ void ModelParallel::begin_save(bool trainable_only) {
 }
 
 void ModelParallel::collect_stages_on_rank0(bool trainable_only) {
-  if (dp_rank() != 0 || tp_rank() != 0) return;  // rank 0 writes; its pipeline's other stages send it their part
+  if (rank() % stage_ranks() != 0) return;  // rank 0 writes; its pipeline's other stages send it their part
   std::vector<PendingCollective> sends;
   std::vector<at::Tensor> in_flight;
   for (auto& item : model_->named_parameters()) {

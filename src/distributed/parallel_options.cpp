@@ -12,13 +12,13 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"ddp_backend", FlagType::kString, "auto", "auto (nccl on CUDA, gloo on CPU), nccl or gloo (on GPUs staged through CPU RAM: slow, but several ranks may share one GPU)"},
       {"deepspeed", FlagType::kString, "", "ZeRO over the ranks: zero0, zero1 (optimizer state sharded), zero2 (and gradients), zero3 (and parameters), *_offload, or a DeepSpeed JSON file"},
       {"fsdp", FlagType::kString, "", "FSDP spelling of ZeRO where it maps: full_shard (zero3), shard_grad_op (zero2), no_shard (zero0)"},
-      {"sequence_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Ulysses); only 1 for now: each rank trains whole sequences"},
+      {"sequence_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (ms-swift's sequence parallelism): Ulysses all-to-all attention where the attention heads divide by it, ring attention otherwise; the same as --cp_size with Ulysses preferred"},
       {"use_ulysses", FlagType::kBool, "false", "Ulysses sequence parallelism over every rank (--sequence_parallel_size = the world size); one rank has nothing to split"},
       {"tensor_model_parallel_size", FlagType::kInt, "1", "ranks that split every large weight (Megatron tensor parallelism: heads, MLP width and vocabulary); consecutive ranks, so keep a group within a node", {"tp_size"}},
       {"pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages (Megatron): consecutive layers per stage, the 1F1B schedule over each step's micro-batches (--gradient_accumulation_steps); the outermost split, so stages may sit on different nodes", {"pp_size"}},
       {"decoder_first_pipeline_num_layers", FlagType::kInt, "0", "layers of the first pipeline stage (0: an even split; the others share the rest)"},
       {"decoder_last_pipeline_num_layers", FlagType::kInt, "0", "layers of the last pipeline stage (0: an even split; the others share the rest)"},
-      {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism); only 1 for now", {"cp_size"}},
+      {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism: each keeps 2 of 2 x cp chunks of every row, balanced for causal attention, and ring attention passes the keys around)", {"cp_size"}},
       {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split a MoE layer's experts; only 1 for now", {"ep_size"}},
       {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
       {"use_distributed_optimizer", FlagType::kBool, "true", "with --tp_size/--pp_size and several data-parallel replicas: the ranks holding the same part of the model shard its AdamW state (Megatron's distributed optimizer, ZeRO-1); false: each keeps all of it"},
@@ -44,14 +44,15 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
   problems.check(options.virtual_stages == 1 || options.pp_size > 1,
                  "--virtual_pipeline_model_parallel_size " + std::to_string(options.virtual_stages) + " needs pipeline stages",
                  "add --pp_size 2 (or more), or drop it");
-  for (const char* flag : {"context_parallel_size", "expert_model_parallel_size"})
-    problems.check(flags.integer(flag) == 1, "--" + std::string(flag) + " " + std::to_string(flags.integer(flag)) +
-                                                 " is not available in swift yet (tensor, pipeline and data parallelism are)",
-                   "use --tp_size and --pp_size for the model and the remaining ranks for data parallelism");
+  problems.check(flags.integer("expert_model_parallel_size") == 1,
+                 "--expert_model_parallel_size " + std::to_string(flags.integer("expert_model_parallel_size")) +
+                     " is not available in swift yet (tensor, context, pipeline and data parallelism are)",
+                 "use --tp_size and --pp_size for the model and the remaining ranks for data parallelism");
   const int64_t world = options.env.world_size;
   if (options.tp_size < 1 || options.pp_size < 1) return;
   const int64_t split = options.model_parallel_size();
-  const std::string sizes = "--tp_size " + std::to_string(options.tp_size) + " x --pp_size " + std::to_string(options.pp_size);
+  const std::string sizes = "--tp_size " + std::to_string(options.tp_size) + " x --pp_size " + std::to_string(options.pp_size) +
+                            (options.cp_size > 1 ? " x --cp_size " + std::to_string(options.cp_size) : "");
   problems.check(world % split == 0,
                  sizes + " (" + std::to_string(split) + ") does not divide the " + std::to_string(world) + " ranks (WORLD_SIZE)",
                  "start a multiple of " + std::to_string(split) + " ranks (NPROC_PER_NODE x NNODES), or change the sizes");
@@ -71,6 +72,23 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
              "parallelism is not built yet); the numbers are the same, the activation memory is not split");
 }
 
+// Megatron's --cp_size (ring attention) or ms-swift's --sequence_parallel_size / --use_ulysses (Ulysses where the
+// heads divide): one group size either way. With one rank (--use_ulysses alone) there is nothing to split.
+void context_parallel_options(const cli::Flags& flags, ParallelOptions& options, cli::Problems& problems) {
+  const int64_t megatron = flags.integer("context_parallel_size");
+  const int64_t ulysses = flags.boolean("use_ulysses") && !flags.given("sequence_parallel_size")
+                              ? options.env.world_size
+                              : flags.integer("sequence_parallel_size");
+  problems.at_least("context_parallel_size", megatron, 1, "ranks, e.g. 2");
+  problems.at_least("sequence_parallel_size", ulysses, 1, "ranks, e.g. 2");
+  problems.check(megatron == 1 || ulysses == 1,
+                 "--context_parallel_size " + std::to_string(megatron) + " and --sequence_parallel_size " +
+                     std::to_string(ulysses) + " (or --use_ulysses) both split the sequences",
+                 "give one of them (--cp_size: ring attention; --sequence_parallel_size: Ulysses where the heads divide)");
+  options.cp_size = std::max<int64_t>(1, std::max(megatron, ulysses));
+  options.context_attention = ulysses > 1 ? model::ContextParallelAttention::kUlysses : model::ContextParallelAttention::kRing;
+}
+
 }  // namespace
 
 ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpointing, cli::Problems& problems) {
@@ -85,16 +103,7 @@ ParallelOptions parallel_options(const cli::Flags& flags, bool gradient_checkpoi
                  "--deepspeed " + options.zero.source + ": ZeRO-3 needs gradient checkpointing (layers are gathered again "
                  "for their recomputation in backward)",
                  "drop --gradient_checkpointing false");
-  // Ulysses splits each sequence's heads over the ranks of a group; swift does not split sequences yet. With one
-  // rank (the group is that rank alone) the command line means plain training and runs.
-  options.sequence_parallel_size = flags.boolean("use_ulysses") && !flags.given("sequence_parallel_size")
-                                       ? options.env.world_size
-                                       : flags.integer("sequence_parallel_size");
-  problems.check(options.sequence_parallel_size == 1,
-                 "sequence parallelism over " + std::to_string(options.sequence_parallel_size) +
-                     " ranks (--use_ulysses / --sequence_parallel_size) is not available in swift yet",
-                 "train with --sequence_parallel_size 1: each rank then holds whole sequences (gradient checkpointing, "
-                 "--deepspeed zero3 and --packing keep long ones in memory)");
+  context_parallel_options(flags, options, problems);
   tensor_model_parallel_options(flags, options, problems);
   return options;
 }

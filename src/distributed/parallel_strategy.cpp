@@ -277,6 +277,8 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
     ModelParallelSizes sizes;
     sizes.tp = static_cast<int>(options.tp_size);
     sizes.pp = static_cast<int>(options.pp_size);
+    sizes.cp = static_cast<int>(options.cp_size);
+    sizes.context_attention = options.context_attention;
     sizes.virtual_stages = static_cast<int>(options.virtual_stages);
     sizes.distributed_optimizer = options.distributed_optimizer;
     zero.stage = 0;  // ZeRO-1 over the replicas is the distributed optimizer's

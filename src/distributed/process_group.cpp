@@ -248,6 +248,23 @@ at::Tensor ProcessGroup::all_gather(const at::Tensor& tensor, int64_t dim) {
   return at::cat(outputs[0], dim).to(tensor.device());
 }
 
+at::Tensor ProcessGroup::all_to_all(const at::Tensor& tensor, int64_t scatter_dim, int64_t gather_dim) {
+  const int n = impl_->world_size;
+  SWIFT_ASSERT(tensor.size(scatter_dim) % n == 0, "an all-to-all splits a dimension the group divides");
+  // The parts stacked along a new first dimension: one contiguous buffer whose equal rows go to the ranks in order.
+  const bool stage = impl_->backend_name == "gloo" && tensor.is_cuda();
+  at::Tensor input = at::stack(tensor.chunk(n, scatter_dim)).contiguous();
+  if (stage) input = input.to(c10::kCPU);
+  at::Tensor output = at::empty_like(input);
+  std::vector<int64_t> equal_splits;  // empty: equal parts
+  timed(*impl_->waited_ns, [&] {
+    impl_->guarded("all-to-all", [&] {
+      impl_->backend->alltoall_base(output, input, equal_splits, equal_splits)->wait(impl_->timeout);
+    });
+  });
+  return at::cat(output.to(tensor.device()).unbind(0), gather_dim);
+}
+
 std::unique_ptr<ProcessGroup> ProcessGroup::subgroup(const std::vector<int>& ranks, const std::string& name) const {
   const auto me = std::find(ranks.begin(), ranks.end(), impl_->rank);
   SWIFT_ASSERT(me != ranks.end(), "a subgroup holds the rank that makes it");

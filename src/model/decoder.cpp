@@ -10,6 +10,7 @@
 
 #include "swift/core/error.h"
 #include "swift/model/checkpointing.h"
+#include "swift/model/context_parallel.h"
 #include "swift/model/family_registry.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
@@ -141,11 +142,16 @@ at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionInputs& in
     k = ck.narrow(2, 0, in.past_length + T);
     v = cv.narrow(2, 0, in.past_length + T);
   }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
+  if (in.context) {  // context parallelism: every rank's keys, one way or the other
+    const at::Tensor out = context_parallel_attention(q, k, v, *in.context, sliding_window_, scale);
+    return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
+  }
   const at::Tensor& mask = sliding_window_ > 0 ? in.sliding_mask : in.full_mask;
   const bool is_causal = !mask.defined() && T > 1;
   auto out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
                                               /*dropout_p=*/0.0, is_causal,
-                                              /*scale=*/1.0 / std::sqrt(static_cast<double>(head_dim_)),
+                                              scale,
                                               /*enable_gqa=*/num_kv_heads_ != num_heads_);
   return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
 }
@@ -313,12 +319,25 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
                  "segment_ids must be [B, T]");
     segments = args.segment_ids.to(ids.device()).to(at::kLong);
   }
-  const bool plain_causal = !key_padding.defined() && !segments.defined() && (past == 0 || T == 1);
-  if (!plain_causal) in.full_mask = build_mask(past, T, 0, key_padding, segments, ids.device());
-  for (auto window : config_.layer_sliding_window) {
-    if (window > 0 && (!plain_causal || S > window)) {
-      in.sliding_mask = build_mask(past, T, window, key_padding, segments, ids.device());
-      break;
+  if (context_parallel_) {  // the attention masks each block of keys itself (causal by index, by segment)
+    SWIFT_ASSERT(!args.cache && !key_padding.defined() && args.position_ids.defined(),
+                 "context parallelism trains on right-padded rows with their positions given");
+    auto context = std::make_shared<ContextParallelInputs>();
+    context->comm = context_parallel_->comm.get();
+    context->attention = context_parallel_->attention;
+    if (segments.defined()) {
+      context->segments = segments;
+      context->all_segments = context->comm->all_gather(segments, 1);
+    }
+    in.context = std::move(context);
+  } else {
+    const bool plain_causal = !key_padding.defined() && !segments.defined() && (past == 0 || T == 1);
+    if (!plain_causal) in.full_mask = build_mask(past, T, 0, key_padding, segments, ids.device());
+    for (auto window : config_.layer_sliding_window) {
+      if (window > 0 && (!plain_causal || S > window)) {
+        in.sliding_mask = build_mask(past, T, window, key_padding, segments, ids.device());
+        break;
+      }
     }
   }
 

@@ -23,7 +23,9 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
   const train::TrainingOptions options = train::training_options(flags, problems);
   problems.raise();  // every problem with the command line at once, before anything is loaded
   train::TrainingHooks hooks;
-  hooks.make_objective = [](const train::ObjectiveContext&) { return train::causal_lm_objective(); };
+  hooks.make_objective = [](const train::ObjectiveContext& c) {
+    return train::causal_lm_objective(c.options.data.padding_free);
+  };
   return train::run_training(options, hooks);
 }
 

@@ -88,6 +88,8 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   }
   problems.check(!data.packing, "--packing does not apply to swift rlhf",
                  "chosen and rejected replies are batched as pairs; drop --packing");
+  problems.check(!data.padding_free, "--padding_free does not apply to swift rlhf",
+                 "chosen and rejected replies are batched as pairs; drop --padding_free");
   problems.check(o.rlhf_type != "kto" || !data.streaming, "--rlhf_type kto does not read --streaming data",
                  "its KL term pairs rows before training: drop --streaming (--lazy_tokenize keeps memory low)");
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
@@ -95,8 +97,9 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                  "give the preference data with --dataset");
   problems.check(o.training.parallel.model_parallel_size() == 1,
                  "swift rlhf with --tp_size " + std::to_string(o.training.parallel.tp_size) + " / --pp_size " +
-                     std::to_string(o.training.parallel.pp_size) +
-                     " is not available yet (its log-probabilities need the whole vocabulary and model)",
+                     std::to_string(o.training.parallel.pp_size) + " / --cp_size " +
+                     std::to_string(o.training.parallel.cp_size) +
+                     " is not available yet (its log-probabilities need the whole vocabulary, model and sequence)",
                  "train preferences with data parallelism (--deepspeed zero3 for a large model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id

@@ -53,7 +53,7 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
     const size_t start = stand_in ? 0 : b * bs;
     std::vector<const data::Example*> items;
     for (size_t i = start; i < std::min(examples.size(), start + bs); ++i) items.push_back(&examples[i]);
-    const auto batch = objective.collate(items, pad_id);
+    const auto batch = parallel.local_sequences(objective.collate(items, pad_id));
     EvaluationBatch one(model, objective, batch, autocast);
     parallel.run_micro_batches(one, /*backward=*/false);
     if (!stand_in && one.metrics.defined()) window.add(one.metrics);

@@ -23,11 +23,11 @@ LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels)
 
 LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         VocabSplit split) {
-  const int64_t T = hidden.size(1);
-  auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
+                                         VocabSplit split, bool labels_shifted) {
+  const int64_t T = hidden.size(1), predicting = labels_shifted ? T : T - 1;
+  auto shift_labels = (labels_shifted ? labels : labels.narrow(1, 1, T - 1)).to(hidden.device());
   auto mask = shift_labels.ne(-100);                                       // [B, T-1]
-  auto selected = hidden.narrow(1, 0, T - 1).index({mask});               // [N, C]
+  auto selected = hidden.narrow(1, 0, predicting).index({mask});          // [N, C]
   auto targets = shift_labels.index({mask});                              // [N]
   auto logits = lm_head(selected).to(at::kFloat);                         // [N, V]
   LossSums out;

@@ -40,8 +40,9 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   in.activation_element_bytes = static_cast<int64_t>(c10::elementSize(compute));
   // Rows are padded to the longest in their batch: the longest row bounds a micro-batch (--max_length where the
   // rows are encoded as they are drawn).
-  in.tokens_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example() *
-                              (r.longest_example > 0 ? r.longest_example : r.max_length);
+  // Context parallelism: each rank keeps its share of every row.
+  const int64_t row = r.longest_example > 0 ? r.longest_example : r.max_length;
+  in.tokens_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example() * ((row + f.sequence_split - 1) / f.sequence_split);
   in.zero_stage = f.zero_stage;
   in.world_size = f.world_size;
   in.optimizer_offloaded = f.optimizer_offloaded;

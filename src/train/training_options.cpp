@@ -21,6 +21,8 @@ const std::vector<std::pair<std::string, std::string>>& flags_without_effect() {
       {"dataloader_num_workers", "batches are assembled in-process; --dataset_num_proc sets the tokenising threads"},
       {"report_to", "TensorBoard events are always written under the run folder's runs/"},
       {"model_type", "the architecture is read from the model folder's config.json"},
+      {"use_logits_to_keep", "logits are always computed only where a label is (the loss is the same either way)"},
+      {"load_from_cache_file", "the rows are encoded in memory each run (swift export --to_cached_dataset keeps a tokenised copy)"},
   };
   return kWhy;
 }
@@ -109,6 +111,8 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
       {"model_type", FlagType::kString, "", "accepted for ms-swift command lines; the architecture comes from config.json"},
+      {"use_logits_to_keep", FlagType::kString, "", "accepted for ms-swift command lines; logits are computed only where a label is, always"},
+      {"load_from_cache_file", FlagType::kString, "", "accepted for ms-swift command lines; rows are encoded in memory each run"},
   });
   add(quant::quant_flags());
   add(hub::hub_flags());  // --use_hf, --hub_token, --revision: --model and --dataset as hub ids (docs/hub.md)
@@ -228,6 +232,7 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   problems.check(!o.optimizer.galore || o.parallel.model_parallel_size() == 1,
                  "GaLore (" + (o.optimizer.galore ? o.optimizer.galore->source : std::string()) + ") with --tp_size " +
                      std::to_string(o.parallel.tp_size) + " / --pp_size " + std::to_string(o.parallel.pp_size) +
+                     " / --cp_size " + std::to_string(o.parallel.cp_size) +
                      " is not available yet (its projections need whole gradients)",
                  "use AdamW with --tp_size / --pp_size, or GaLore with data parallelism");
   problems.check(flags.boolean("save_safetensors"), "--save_safetensors false (Megatron's torch_dist checkpoints) is not a format swift writes",
@@ -248,7 +253,7 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
                      " micro-batches per step (--gradient_accumulation_steps), not a multiple of --pp_size " +
                      std::to_string(o.parallel.pp_size),
                  "set --gradient_accumulation_steps (or --global_batch_size) to a multiple of --pp_size");
-  if (flags.boolean("use_ulysses") && o.parallel.sequence_parallel_size == 1)
+  if (flags.boolean("use_ulysses") && o.parallel.cp_size == 1)
     o.notes.push_back("--use_ulysses true on one rank: no sequence to split, every rank trains whole sequences");
   // A hub id (org/name) becomes its snapshot folder, downloaded only once the rest of the command line is valid.
   if (problems.empty()) m.dir = problems.collect([&] { return hub::resolve_model(m.dir.string(), hub::hub_options(flags)); }, m.dir.string());

@@ -30,7 +30,8 @@ std::vector<LocalMicroBatch> draw(StepContext& c, data::TrainData& data, int64_t
     LocalMicroBatch& local = out.emplace_back();
     local.stand_in = items.empty() && c.parallel.computes_empty_slices();
     if (items.empty() && !local.stand_in) continue;
-    local.batch = c.objective.collate(local.stand_in ? std::vector<const data::Example*>{global.front()} : items, c.pad_id);
+    local.batch = c.parallel.local_sequences(
+        c.objective.collate(local.stand_in ? std::vector<const data::Example*>{global.front()} : items, c.pad_id));
     if (!local.stand_in) units += c.objective.units(*local.batch);
   }
   return out;

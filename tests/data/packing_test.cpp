@@ -178,3 +178,24 @@ TEST(Packing, CollatePadsPackedRows) {
   EXPECT_EQ(b.position_ids[1][16].item<int64_t>(), 2);
   EXPECT_EQ(b.attention_mask[1].sum().item<int64_t>(), 17);
 }
+
+// --padding_free: a micro-batch in one row; a packed row among its examples keeps its samples apart.
+TEST(Packing, PackRowConcatenatesAndRenumbersPackedSamples) {
+  const auto ex = examples();
+  const std::vector<data::Example> packed = data::pack_examples({ex[0], ex[1]}, 64);  // one row of 2 samples
+  ASSERT_EQ(packed.size(), 1u);
+  const data::Example row = data::pack_row({&ex[2], &packed[0], &ex[4]});
+  ASSERT_EQ(row.input_ids.size(), ex[2].input_ids.size() + packed[0].input_ids.size() + ex[4].input_ids.size());
+  std::vector<int64_t> starts;
+  for (size_t t = 0; t < row.segments.size(); ++t) {
+    if (t == 0 || row.segments[t] != row.segments[t - 1]) starts.push_back(static_cast<int64_t>(t));
+    if (t > 0) EXPECT_GE(row.segments[t], row.segments[t - 1]);
+    EXPECT_EQ(row.position_ids[t], t == static_cast<size_t>(starts.back()) ? 0 : row.position_ids[t - 1] + 1);
+  }
+  EXPECT_EQ(starts.size(), 4u);  // ex[2], the two packed samples, ex[4]
+  EXPECT_EQ(row.segments.back(), 3);
+  int64_t labelled = 0;
+  for (const int64_t s : starts) EXPECT_EQ(row.labels[static_cast<size_t>(s)], -100);
+  for (const auto* e : {&ex[2], &ex[0], &ex[1], &ex[4]}) labelled += label_tokens(*e);
+  EXPECT_EQ(data::collate({&row}, 0).label_tokens, labelled);  // the padded batch's targets, no more, no fewer
+}

@@ -162,6 +162,6 @@ run interleaved_layers 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" 
 has interleaved_layers "pipeline stage 0 of 4 would get no layer (the model has 2)" err
 run pp_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
   --pp_size 2 --output_dir "$TMP/x4"
-has pp_rlhf "swift rlhf with --tp_size 1 / --pp_size 2 is not available yet" err
+has pp_rlhf "swift rlhf with --tp_size 1 / --pp_size 2 / --cp_size 1 is not available yet" err
 
 finish pipeline_parallel

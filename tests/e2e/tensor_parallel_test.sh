@@ -129,8 +129,8 @@ run tp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" 
 has tp3 "--tp_size 3 x --pp_size 1 (3) does not divide the 2 ranks" err
 run dp_mismatch 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 --output_dir "$TMP/x2"
 has dp_mismatch "--dp_size 2 x --tp_size 2 x --pp_size 1 is not the 2 ranks started" err
-run cp2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --cp_size 2 --output_dir "$TMP/x3"
-has cp2 "--context_parallel_size 2 is not available in swift yet" err
+run ep2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --ep_size 2 --output_dir "$TMP/x3"
+has ep2 "--expert_model_parallel_size 2 is not available in swift yet" err
 run tp_dora 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]/full/lora}" --use_dora true --tp_size 2 \
   --output_dir "$TMP/x4"
 has tp_dora "DoRA on model.layers.0.self_attn.o_proj, a layer split by its input" err

@@ -81,6 +81,26 @@ TEST(TrainStep, AccumulatedMicroBatchesUpdateAsOneLargeBatch) {
   EXPECT_NEAR(w1.values().front().second, w2.values().front().second, 1e-6);
 }
 
+// --padding_free: each micro-batch in one unpadded row (segments keep the samples apart): the padded batch's
+// gradient norm and loss.
+TEST(TrainStep, PaddingFreeRowsTrainAsPaddedOnes) {
+  StepRig padded(/*batch=*/4), flat(/*batch=*/4);
+  flat.objective = train::causal_lm_objective(/*padding_free=*/true);
+  std::vector<const data::Example*> items;
+  const auto some = examples();
+  for (size_t i = 0; i < 3; ++i) items.push_back(&some[i]);
+  const data::Batch batch = flat.objective->collate(items, 0);
+  EXPECT_EQ(batch.input_ids.size(0), 1);
+  EXPECT_EQ(batch.input_ids.size(1), 9 + 5 + 12);  // no pad
+  ASSERT_TRUE(batch.segment_ids.defined());
+  EXPECT_EQ(batch.label_tokens, padded.objective->collate(items, 0).label_tokens);
+  train::MetricWindow w1(padded.objective->metric_names()), w2(flat.objective->metric_names());
+  const auto a = padded.step(/*micro_batches=*/2, 1.0, w1);
+  const auto b = flat.step(/*micro_batches=*/2, 1.0, w2);
+  EXPECT_NEAR(a.grad_norm, b.grad_norm, 1e-6 * a.grad_norm);
+  EXPECT_NEAR(w1.values().front().second, w2.values().front().second, 1e-6);
+}
+
 TEST(TrainStep, LogsTheNormBeforeClippingAndScalesTheUpdate) {
   // With epsilon far above every gradient, Adam's first update is lr * g / epsilon: linear in the gradient, so the
   // clipping shows in the update (lr 1e4 makes it about 1e-2 g, well above float32's rounding of the weights).

@@ -16,6 +16,9 @@ struct Batch {
   // [B, T] int64, defined only for packed rows: position ids (0 on pads) and segment ids (-1 on pads).
   at::Tensor position_ids, segment_ids;
   int64_t label_tokens = 0;  // tokens that carry loss (after the shift: labels[:, 1:] != -100)
+  // Context parallelism's share of the rows (distributed/context_parallel_batch.h): labels already shifted, labels[t]
+  // being token t's target (the next token of the whole row), and label_tokens = (labels != -100).sum().
+  bool labels_shifted = false;
   at::Tensor margins;        // [B] float, collate_pairs only, when a row has a "margin" (0 for those that do not)
   at::Tensor desirable;      // [B] bool, collate_pairs of labelled replies only
 };

@@ -39,6 +39,7 @@ struct DataOptions {
   // Training commands only.
   bool packing = false;                   // --packing
   int64_t packing_length = 0;             // --packing_length. Default: 0, --max_length.
+  bool padding_free = false;              // --padding_free: a micro-batch's samples in one row (pack_row)
   bool lazy_tokenize = false;             // --lazy_tokenize: encode each row as its batch is drawn
   bool streaming = false;                 // --streaming: read --dataset row by row while training
   int64_t shuffle_buffer_size = 1000;     // --shuffle_buffer_size (streaming)

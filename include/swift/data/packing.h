@@ -15,4 +15,9 @@ namespace swift::data {
 // than packing_length get a row of their own. Every label token of the input is kept.
 std::vector<Example> pack_examples(const std::vector<Example>& examples, int64_t packing_length);
 
+// The examples concatenated into one row, as a packed row is: positions restarting and a segment per sample (an
+// example that is itself a packed row keeps its samples apart), each sample's first label -100. --padding_free
+// collates each micro-batch so, which trains on the same targets as padded rows.
+Example pack_row(const std::vector<const Example*>& examples);
+
 }  // namespace swift::data

@@ -1,20 +1,24 @@
 // Megatron-LM's model parallelism: tensor parallelism (model/tensor_parallel.h) within groups of --tp_size
-// consecutive ranks, pipeline parallelism (pipeline_schedule.h) over --pp_size stages, and data parallelism (DDP)
-// across the replicas, laid out as Megatron does with TP innermost and PP outermost:
-//   rank = pp_rank * (dp_size * tp_size) + dp_rank * tp_size + tp_rank
+// consecutive ranks, context parallelism (model/context_parallel.h) over --cp_size ranks that each hold a share of
+// every sequence, pipeline parallelism (pipeline_schedule.h) over --pp_size stages, and data parallelism (DDP)
+// across the replicas, laid out as Megatron does (its order tp-cp-dp-pp: TP innermost, PP outermost):
+//   rank = pp_rank * (dp_size * cp_size * tp_size) + dp_rank * (cp_size * tp_size) + cp_rank * tp_size + tp_rank
 // so a TP group stays within a node and the stages of a pipeline are the farthest apart. The ranks of one replica
-// (its TP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers.
+// (its TP x CP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers
+// and (CP) its share of every row.
 //   placement_plan / assign_ownership: each stage reads and keeps its own layers (the first also the embedding, the
 //     last the final norm and the head, and with tied embeddings its copy of the embedding); the TP split after;
+//   local_sequences: this rank's share of each row (context parallelism);
 //   run_micro_batches: the 1F1B schedule, activations and their gradients sent between neighbouring stages;
-//   local_range / sum: over the DP group (a replica is one data-parallel rank); the logged metrics come from the
+//   local_range / sum: over the data group, the ranks holding the same part of the model (a replica is one
+//     data-parallel rank; its CP ranks each count their own share of the tokens); the logged metrics come from the
 //     last stage, which computes the loss;
-//   finish_gradients: every gradient summed over DP, q_norm/k_norm's partial ones over TP, the tied embedding's over
-//     its first and last stage;
+//   finish_gradients: every gradient summed over the data group (DP x CP: Megatron's dp_cp group), q_norm/k_norm's
+//     partial ones over TP, the tied embedding's over its first and last stage;
 //   clip_gradients: the norm of the whole model (split gradients' squares summed over TP, then every stage's);
 //   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
 //   optimizer state: a file per rank (its slices of its stage's parameters; with the distributed optimizer the
-//     replicas split them: each rank updates its share, then sends the new values to the others).
+//     data group splits them: each rank updates its share, then sends the new values to the others).
 #pragma once
 
 #include <memory>
@@ -25,12 +29,16 @@
 
 #include "swift/distributed/gradient_sync.h"
 #include "swift/distributed/parallel_strategy.h"
+#include "swift/model/context_parallel.h"
 #include "swift/model/tensor_parallel.h"
 
 namespace swift::distributed {
 
 struct ModelParallelSizes {
-  int tp = 1, pp = 1;
+  int tp = 1, pp = 1, cp = 1;
+  // How a context-parallel rank reaches the others' keys: ring attention, or Ulysses where the heads (after tensor
+  // parallelism) divide by cp (ring otherwise).
+  model::ContextParallelAttention context_attention = model::ContextParallelAttention::kRing;
   int virtual_stages = 1;  // per rank (--virtual_pipeline_model_parallel_size): interleaved 1F1B above 1
   bool distributed_optimizer = true;  // the AdamW state sharded over the data-parallel group (ZeRO-1)
   // Megatron's --decoder_first/last_pipeline_num_layers (0: an even split).
@@ -44,15 +52,20 @@ class ModelParallel : public ParallelStrategy {
   ~ModelParallel() override;
 
   int tp_rank() const { return rank() % sizes_.tp; }
-  int dp_rank() const { return (rank() / sizes_.tp) % dp_size(); }
-  int pp_rank() const { return rank() / (sizes_.tp * dp_size()); }
-  int dp_size() const { return world_size() / (sizes_.tp * sizes_.pp); }
+  int cp_rank() const { return (rank() / sizes_.tp) % sizes_.cp; }
+  int dp_rank() const { return (rank() / (sizes_.tp * sizes_.cp)) % dp_size(); }
+  int pp_rank() const { return rank() / stage_ranks(); }
+  int dp_size() const { return world_size() / (sizes_.tp * sizes_.cp * sizes_.pp); }
+  // The data group: the ranks holding the same part of the model (DP x CP), and this rank's place in it.
+  int data_group_rank() const { return dp_rank() * sizes_.cp + cp_rank(); }
+  int data_group_size() const { return dp_size() * sizes_.cp; }
 
   int data_parallel_rank() const override { return dp_rank(); }
   int data_parallel_size() const override { return dp_size(); }
   std::vector<double> sum(const std::vector<double>& values) override;
   std::vector<double> sum_metrics(const std::vector<double>& values) override;
   bool computes_empty_slices() const override { return true; }
+  data::Batch local_sequences(const data::Batch& batch) const override;
   model::PlacementPlan placement_plan(const std::vector<std::string>& removed) override;
   void assign_ownership(model::CausalLM& model) override;
   ParallelFootprint footprint(model::CausalLM& model) const override;
@@ -71,8 +84,9 @@ class ModelParallel : public ParallelStrategy {
   std::vector<ParameterSlice> parameter_slices() const override;
 
  private:
+  int stage_ranks() const { return world_size() / sizes_.pp; }  // dp x cp x tp
   bool first_stage() const { return pp_rank() == 0; }
-  bool shards_optimizer_over_replicas() const { return sizes_.distributed_optimizer && dp_group_ != nullptr; }
+  bool shards_optimizer_over_replicas() const { return sizes_.distributed_optimizer && data_group_ != nullptr; }
   bool last_stage() const { return pp_rank() == sizes_.pp - 1; }
   // Whether this rank keeps `name` (its stage's, or the last stage's copy of a tied embedding).
   bool holds(const std::string& name) const;
@@ -84,9 +98,12 @@ class ModelParallel : public ParallelStrategy {
   void keep_own_stage(model::CausalLM& model);
   void run_pipeline(MicroBatches& batches, bool backward);
   void collect_stages_on_rank0(bool trainable_only);
+  // Context parallelism: the model's attention reaches the other ranks' keys (ring, or Ulysses where heads divide).
+  void split_sequences(model::CausalLM& model);
 
   ModelParallelSizes sizes_;
-  std::unique_ptr<ProcessGroup> tp_group_, dp_group_, pp_group_, embedding_group_;  // null where of one rank
+  // Null where of one rank. data_group_: DP x CP, the ranks whose gradients are summed (and the optimizer sharded).
+  std::unique_ptr<ProcessGroup> tp_group_, cp_group_, data_group_, pp_group_, embedding_group_;
   std::vector<int64_t> layer_begin_;  // pipeline_layer_split over pp x virtual_stages
   bool tied_embedding_ = false;
   std::shared_ptr<model::PipelineStage> stage_;
@@ -96,8 +113,8 @@ class ModelParallel : public ParallelStrategy {
   std::set<std::string> trainable_on_other_stages_;
   int64_t other_stages_trainable_bytes_ = 0;  // their whole size
   std::vector<std::pair<at::Tensor, at::Tensor>> held_while_saving_;  // (parameter, its data) between begin_/end_save
-  std::optional<GradientSync> dp_sync_;
-  std::vector<int> dp_owners_;  // distributed optimizer: the data-parallel rank updating each trainable parameter
+  std::optional<GradientSync> data_sync_;
+  std::vector<int> dp_owners_;  // distributed optimizer: the data-group rank updating each trainable parameter
   // The training schedule's wall time and the part of it spent waiting on the neighbouring stages (the bubble).
   double schedule_seconds_ = 0, waiting_seconds_ = 0;
   int64_t micro_batches_ = 0;

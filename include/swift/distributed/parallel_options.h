@@ -1,5 +1,6 @@
 // How a training job spreads over ranks, as ms-swift's flags say it: the process group (--ddp_backend,
-// --ddp_timeout), ZeRO (--deepspeed, or its FSDP spelling --fsdp) and sequence parallelism (--use_ulysses).
+// --ddp_timeout), ZeRO (--deepspeed, or its FSDP spelling --fsdp), Megatron's model parallelism (--tp_size,
+// --pp_size, --cp_size) and ms-swift's sequence parallelism (--sequence_parallel_size, --use_ulysses).
 // Parsed once into ParallelOptions; the strategy that implements them is made by make_parallel_strategy
 // (parallel_strategy.h).
 #pragma once
@@ -11,6 +12,7 @@
 #include "swift/cli/problems.h"
 #include "swift/distributed/env.h"
 #include "swift/distributed/zero.h"
+#include "swift/model/context_parallel.h"
 
 namespace swift::distributed {
 
@@ -19,7 +21,11 @@ struct ParallelOptions {
   int64_t timeout_seconds = 1800;  // --ddp_timeout: rendezvous and every collective. Default: 1800.
   std::string backend = "auto";    // --ddp_backend: auto (nccl on CUDA, gloo on CPU), nccl, gloo. Default: auto.
   ZeroConfig zero;                 // --deepspeed / --fsdp. Default: stage 0 (plain data parallelism).
-  int64_t sequence_parallel_size = 1;  // --sequence_parallel_size / --use_ulysses: 1 (no sequence split) for now.
+  // Ranks that split each sequence (context parallelism, model/context_parallel.h): Megatron's
+  // --context_parallel_size / --cp_size (ring attention), or ms-swift's --sequence_parallel_size (Ulysses; ring with
+  // --use_ring_attention). Default: 1 (each rank holds whole sequences).
+  int64_t cp_size = 1;
+  model::ContextParallelAttention context_attention = model::ContextParallelAttention::kRing;
   // Megatron's model parallelism (tensor_parallel_strategy.h): ranks per tensor-parallel group, Megatron's
   // --tensor_model_parallel_size / --tp_size. Default: 1. The data-parallel size is what the world size leaves.
   int64_t tp_size = 1;
@@ -33,8 +39,8 @@ struct ParallelOptions {
   // data-parallel replica's ranks shard the AdamW state of their parameters (ZeRO-1). Default: on, as ms-swift's
   // Megatron arguments.
   bool distributed_optimizer = true;
-  // Ranks that split the model (tp x pp); the world size over it is the data-parallel size.
-  int64_t model_parallel_size() const { return tp_size * pp_size; }
+  // Ranks that share their samples (tp x cp x pp); the world size over it is the data-parallel size.
+  int64_t model_parallel_size() const { return tp_size * cp_size * pp_size; }
 };
 
 // The flags above, for a training command's table.

@@ -13,10 +13,10 @@
 // Model parallelism fits the same points (docs/architecture.md): tensor parallelism shards the Linear layers in
 // assign_ownership (the model names its layers and their shardable dimensions) and reduces activations inside the
 // forward, its ranks taking the same samples (local_range) and summing metrics over the data-parallel group only
-// (sum); context parallelism splits the sequence in local_range's place; expert parallelism places experts in
-// assign_ownership and exchanges tokens inside the forward; pipeline parallelism keeps its stage's layers in
-// assign_ownership and runs its schedule in run_micro_batches. ModelParallel (model_parallel_strategy.h) composes
-// TP, PP and DP in Megatron's layout (TP innermost, PP outermost).
+// (sum); context parallelism keeps a share of each row (local_sequences) and exchanges keys inside the forward;
+// expert parallelism places experts in assign_ownership and exchanges tokens inside the forward; pipeline
+// parallelism keeps its stage's layers in assign_ownership and runs its schedule in run_micro_batches. ModelParallel (model_parallel_strategy.h) composes
+// TP, CP, PP and DP in Megatron's layout (TP innermost, PP outermost).
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -31,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "swift/data/batch.h"
 #include "swift/distributed/optimizer_relayout.h"
 #include "swift/distributed/parallel_options.h"
 #include "swift/distributed/process_group.h"
@@ -69,6 +70,8 @@ struct ParallelFootprint {
   int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
   // Pipeline stages: only the parameters that hold values here count (the others are another stage's).
   bool held_parameters_only = false;
+  // Context parallelism: the ranks each row is split over (each keeps the activations of its share of the tokens).
+  int sequence_split = 1;
 };
 
 class ParallelStrategy {
@@ -103,6 +106,9 @@ class ParallelStrategy {
   // every rank): with another rank's first sample whose loss counts 0, and in evaluation as many passes as the
   // rank with the most batches.
   virtual bool computes_empty_slices() const { return false; }
+  // What this rank computes of a micro-batch's rows: all of them, or with context parallelism its share of every
+  // row (context_parallel_batch.h).
+  virtual data::Batch local_sequences(const data::Batch& batch) const { return batch; }
 
   // ---- Loading.
   // Which of the model's parameters this rank reads from the files (parameter sharding: only its own); empty: all.

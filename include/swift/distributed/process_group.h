@@ -58,6 +58,9 @@ class ProcessGroup {
   // Every rank's `tensor` (all of one shape), concatenated along `dim` in rank order.
   at::Tensor all_gather(const at::Tensor& tensor, int64_t dim);
   void broadcast(at::Tensor& tensor, int root = 0);
+  // `tensor` cut into world_size() equal parts along scatter_dim, part r sent to rank r; the parts received,
+  // concatenated along gather_dim in rank order (Ulysses attention's exchange).
+  at::Tensor all_to_all(const at::Tensor& tensor, int64_t scatter_dim, int64_t gather_dim);
   // The sum over ranks lands in root's tensor (the others' are left undefined in value).
   void reduce_sum(at::Tensor& tensor, int root);
   // The same, started now and finished by the result's wait().

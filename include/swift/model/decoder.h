@@ -23,6 +23,8 @@
 namespace swift::model {
 
 class LinearImpl;
+struct ContextParallel;        // context_parallel.h
+struct ContextParallelInputs;  // context_parallel.h
 class TensorParallelComm;    // tensor_parallel.h
 struct TensorParallelSplit;  // tensor_parallel.h
 
@@ -106,6 +108,8 @@ struct AttentionInputs {
   at::Tensor sliding_mask;  // the same for sliding-window layers
   KVCache* cache = nullptr;  // append this chunk's keys/values and attend over the whole cache
   int64_t past_length = 0;   // keys already in the cache before this chunk
+  // Context parallelism: this rank holds a share of each row and attends over every rank's keys (no mask then).
+  std::shared_ptr<const ContextParallelInputs> context;
 };
 
 class AttentionImpl : public torch::nn::Module {
@@ -224,6 +228,10 @@ class CausalLMImpl : public torch::nn::Module {
   // Pipeline parallelism: forward_hidden runs this stage's part only (see PipelineStage); null: the whole model.
   PipelineStage* pipeline_stage() const { return pipeline_stage_.get(); }
   void set_pipeline_stage(std::shared_ptr<PipelineStage> stage) { pipeline_stage_ = std::move(stage); }
+  // Context parallelism (context_parallel.h): the model runs on this rank's share of each row (input_ids and
+  // position_ids as context_parallel_share cuts them) and its attention reaches the other ranks' keys. Training only.
+  const ContextParallel* context_parallel() const { return context_parallel_.get(); }
+  void set_context_parallel(std::shared_ptr<ContextParallel> cp) { context_parallel_ = std::move(cp); }
 
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
@@ -236,6 +244,7 @@ class CausalLMImpl : public torch::nn::Module {
   std::optional<c10::Device> compute_device_;
   std::shared_ptr<TensorParallelComm> tensor_parallel_;
   std::shared_ptr<PipelineStage> pipeline_stage_;
+  std::shared_ptr<ContextParallel> context_parallel_;
 };
 TORCH_MODULE(CausalLM);
 

@@ -8,7 +8,8 @@
 
 namespace swift::train {
 
-std::unique_ptr<TrainingObjective> causal_lm_objective();
+// `padding_free` (--padding_free): each micro-batch's samples collated into one row (data::pack_row).
+std::unique_ptr<TrainingObjective> causal_lm_objective(bool padding_free = false);
 
 // The model inputs of a training batch. Rows are right-padded, so causal attention alone already keeps every real
 // token from seeing a pad (pads come after it); the padding mask is left out, which lets attention run its fused

@@ -33,8 +33,9 @@ LossSums causal_lm_loss_sums(const at::Tensor& logits, const at::Tensor& labels)
 // step, and prompts carry no loss, so this saves most of that work and its memory (ms-swift's
 // use_logits_to_keep does the same). Equal to causal_lm_loss_sums(lm_head(hidden), labels).
 // With `split`, lm_head gives this rank's vocabulary slice and the sums are the whole vocabulary's.
+// `labels_shifted`: labels[t] is already position t's target (a context-parallel share of the rows).
 LossSums causal_lm_loss_sums_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         VocabSplit split = {});
+                                         VocabSplit split = {}, bool labels_shifted = false);
 
 }  // namespace swift::train
