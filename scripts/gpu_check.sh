@@ -139,22 +139,23 @@ print(f"losses within {worst:.1e} of one rank; bf16 trains")
 P
 [ "$ok_runs" = 1 ] || note "2 ranks on one GPU: a run FAILED (dist_*.log)"
 grep -h "holds after the first step\|raised by loading\|offload_param" "$OUT"/dist_zero3*.log | tail -6
-# 2c. Tensor and pipeline parallelism on 2 ranks against one rank: NCCL (point-to-point for the stages) when the
-# machine has 2 GPUs, else Gloo on this one.
+# 2c. Tensor, pipeline and context parallelism (ring: --cp_size; Ulysses: --sequence_parallel_size) on 2 ranks
+# against one rank: NCCL (point-to-point for the stages and the ring, all-to-all for Ulysses) when the machine has
+# 2 GPUs, else Gloo on this one.
 backend=gloo
 [ "$(nvidia-smi -L 2>/dev/null | wc -l)" -ge 2 ] && backend=nccl
 ok_runs=1
-for layout in tp pp; do
+for layout in tp pp cp sequence_parallel; do
   NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${dist[@]}" --train_type full --per_device_train_batch_size 4 \
     --ddp_backend "$backend" --${layout}_size 2 --output_dir "$W/d-$layout" >"$OUT/dist_$layout.log" 2>&1 || ok_runs=0
 done
-python3 - "$W" <<'P' >"$OUT/model_parallel_cuda.txt" 2>&1 && note "TP2 / PP2 ($backend): ok ($(tail -1 "$OUT/model_parallel_cuda.txt"))" || note "TP2 / PP2 ($backend): FAILED (model_parallel_cuda.txt, dist_tp.log, dist_pp.log)"
+python3 - "$W" <<'P' >"$OUT/model_parallel_cuda.txt" 2>&1 && note "TP2 / PP2 / CP2 / Ulysses2 ($backend): ok ($(tail -1 "$OUT/model_parallel_cuda.txt"))" || note "TP2 / PP2 / CP2 / Ulysses2 ($backend): FAILED (model_parallel_cuda.txt, dist_*.log)"
 import json, os, sys
 w = sys.argv[1]
 losses = lambda run: [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
 one = losses("d-one")
 worst = 0.0
-for layout in ("tp", "pp"):
+for layout in ("tp", "pp", "cp", "sequence_parallel"):
     got = losses(f"d-{layout}")
     print(layout, [round(x, 5) for x in got], "one rank", [round(x, 5) for x in one])
     assert len(got) == len(one) == 6, layout
@@ -162,7 +163,7 @@ for layout in ("tp", "pp"):
 assert worst < 1e-3, worst
 print(f"losses within {worst:.1e} of one rank")
 P
-[ "$ok_runs" = 1 ] || note "TP2 / PP2: a run FAILED (dist_tp.log, dist_pp.log)"
+[ "$ok_runs" = 1 ] || note "TP2 / PP2 / CP2 / Ulysses2: a run FAILED (dist_*.log)"
 "$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
   --val_dataset swift/self-cognition#2 --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"

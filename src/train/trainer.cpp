@@ -16,6 +16,7 @@
 #include "swift/distributed/pipeline_schedule.h"
 #include "swift/model/parameter_layout.h"
 #include "swift/model/tensor_parallel.h"
+#include "swift/train/layout_plan.h"
 #include "swift/quant/quant_config.h"
 #include "swift/train/checkpoints.h"
 #include "swift/train/evaluation.h"
@@ -143,6 +144,10 @@ void stop_if_diverged(int64_t in_a_row, int64_t limit, int64_t step, const std::
 }  // namespace
 
 int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
+  if (options.plan.enabled) {  // a dry run: no ranks, no weights
+    run_layout_plan(options);
+    return 0;
+  }
   // Set up the ranks first: a rendezvous problem shows before minutes of loading.
   auto parallel = distributed::make_parallel_strategy(options.parallel, options.device, options.log_level);
   for (const auto& note : options.notes) log_info(note);

@@ -106,6 +106,12 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   });
   // Several ranks (NPROC_PER_NODE, torchrun, srun; docs/distributed.md).
   add(distributed::parallel_flags());
+  add({
+      {"plan_layout", FlagType::kBool, "false", "a dry run: read config.json, estimate each rank's memory under every --tp_size/--pp_size/--cp_size layout of the GPUs and recommend one, then stop"},
+      {"plan_gpus", FlagType::kInt, "0", "--plan_layout: GPUs in all (0: this machine's)"},
+      {"plan_gpus_per_node", FlagType::kInt, "0", "--plan_layout: GPUs per node, the most tensor parallelism spans (0: --plan_gpus, or this machine's)"},
+      {"plan_gpu_memory", FlagType::kFloat, "0", "--plan_layout: GiB of memory per GPU (0: this machine's first GPU)"},
+  });
   // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
   add({
       {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
@@ -229,6 +235,17 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   }
 
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
+  o.plan.enabled = flags.boolean("plan_layout");
+  o.plan.gpus = flags.integer("plan_gpus");
+  o.plan.gpus_per_node = flags.integer("plan_gpus_per_node");
+  o.plan.gpu_gib = flags.number("plan_gpu_memory");
+  problems.at_least("plan_gpus", o.plan.gpus, 0, "GPUs, e.g. 32 (0: this machine's)");
+  problems.at_least("plan_gpus_per_node", o.plan.gpus_per_node, 0, "GPUs per node, e.g. 8");
+  problems.check(o.plan.gpu_gib >= 0, "--plan_gpu_memory " + std::to_string(o.plan.gpu_gib) + " is negative", "give GiB per GPU, e.g. 80");
+  problems.check(o.plan.gpus == 0 || o.plan.gpus_per_node == 0 || o.plan.gpus % o.plan.gpus_per_node == 0,
+                 "--plan_gpus " + std::to_string(o.plan.gpus) + " is not a whole number of nodes of --plan_gpus_per_node " +
+                     std::to_string(o.plan.gpus_per_node),
+                 "give a multiple of the GPUs per node");
   problems.check(!o.optimizer.galore || o.parallel.model_parallel_size() == 1,
                  "GaLore (" + (o.optimizer.galore ? o.optimizer.galore->source : std::string()) + ") with --tp_size " +
                      std::to_string(o.parallel.tp_size) + " / --pp_size " + std::to_string(o.parallel.pp_size) +

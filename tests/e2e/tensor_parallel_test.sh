@@ -10,6 +10,7 @@
 #    one-rank checkpoint at TP=2);
 #  - LoRA on every linear layer under TP=2 equals one rank, its adapter file one rank's;
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
+#  - --plan_layout recommends a layout for given GPUs without loading the model;
 #  - sizes that do not divide the ranks or the model, and what is not built yet (DoRA on row-split layers,
 #    --cp_size), stop with exit 2, naming the flag or the layer.
 set -uo pipefail
@@ -123,6 +124,15 @@ run megatron_global_bad 2 "$MEGATRON" sft --model "$TMP/qwen3" "${megatron_commo
 has megatron_global_bad "--global_batch_size 4 is not --micro_batch_size x data-parallel ranks (3)" err
 run megatron_infer 2 "$MEGATRON" infer --model "$TMP/qwen3"
 has megatron_infer "megatron has no command 'infer'" err
+
+# --plan_layout: a dry run (no weights, no ranks) recommending a layout for 8 GPUs of 0.3 GiB, 4 per node.
+run plan 0 "$SWIFT" sft --model "$TMP/qwen3" --train_type full --max_length 512 --plan_layout true --plan_gpus 8 \
+  --plan_gpus_per_node 4 --plan_gpu_memory 0.3 --dataset swift/self-cognition#4
+has plan "recommended: --tp_size 4 (tp 4 x cp 1 x pp 1 x dp 2" err
+has plan_rejects "tp 1 x cp 1 x pp 1 x dp 8: " err
+grep -q "parameters:" "$TMP/err" && bad "plan: loaded the weights" || ok
+run plan_no_gpu 2 "$SWIFT" sft --model "$TMP/qwen3" --plan_layout true --dataset swift/self-cognition#4
+has plan_no_gpu "--plan_layout: this machine has no GPU to plan for" err
 
 # Sizes checked before anything loads, naming the flag; what is not built yet says so.
 run tp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 3 --output_dir "$TMP/x1"

@@ -79,8 +79,17 @@ struct LoopOptions {
   int64_t max_nonfinite_steps = 20;
 };
 
+// --plan_layout: a dry run that recommends a --tp_size/--pp_size/--cp_size layout (train/layout_plan.h).
+struct LayoutPlanOptions {
+  bool enabled = false;        // --plan_layout
+  int64_t gpus = 0;            // --plan_gpus (0: this machine's GPUs)
+  int64_t gpus_per_node = 0;   // --plan_gpus_per_node (0: --plan_gpus, or this machine's GPUs)
+  double gpu_gib = 0;          // --plan_gpu_memory (0: this machine's first GPU)
+};
+
 struct TrainingOptions {
   std::string command;  // sft, pt or rlhf: for messages ("swift sft needs --model")
+  LayoutPlanOptions plan;
   ModelOptions model;
   TunerOptions tuner;
   data::DataOptions data;

@@ -1,0 +1,93 @@
+// --plan_layout: the layouts offered for a model on a set of GPUs, their per-rank memory and the recommendation
+// (fewest ranks per model copy that fit; TP within a node first, then PP, then CP).
+#include <gtest/gtest.h>
+
+#include "swift/train/layout_plan.h"
+
+using namespace swift;
+
+namespace {
+
+// Llama-3-70B's shape.
+model::ModelConfig seventy_b() {
+  model::ModelConfig c;
+  c.hidden_size = 8192;
+  c.intermediate_size = 28672;
+  c.num_hidden_layers = 80;
+  c.num_attention_heads = 64;
+  c.num_key_value_heads = 8;
+  c.head_dim = 128;
+  c.vocab_size = 128256;
+  return c;
+}
+
+train::LayoutPlanInputs cluster(double gib) {
+  train::LayoutPlanInputs in;
+  in.config = seventy_b();
+  in.gpus = 32;
+  in.gpus_per_node = 8;
+  in.gpu_bytes = gib * (1ll << 30);
+  in.row_tokens = 8192;
+  in.micro_batches = 16;
+  return in;
+}
+
+const train::LayoutOption& find(const std::vector<train::LayoutOption>& options, int tp, int cp, int pp) {
+  for (const auto& o : options)
+    if (o.tp == tp && o.cp == cp && o.pp == pp) return o;
+  throw std::runtime_error("no such layout");
+}
+
+TEST(LayoutPlan, SeventyBOnFourNodesNeedsModelParallelismWithinTheRecommendation) {
+  const auto in = cluster(80);
+  const auto options = train::layout_options(in);
+  const auto best = train::recommended_layout(options);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_TRUE(best->fits);
+  EXPECT_LE(best->tp, 8);  // tensor parallelism stays within a node
+  EXPECT_EQ(best->tp * best->cp * best->pp * best->dp, 32);
+  EXPECT_GT(best->tp * best->pp, 1);  // 70B does not fit one GPU's share
+  for (const auto& o : options) {  // every smaller model-parallel group runs out of memory
+    if (o.tp * o.cp * o.pp < best->tp * best->cp * best->pp) {
+      EXPECT_FALSE(o.fits) << o.tp << " " << o.cp << " " << o.pp;
+    }
+  }
+  EXPECT_NE(train::describe_layout_plan(in, options).find("recommended: --tp_size"), std::string::npos);
+}
+
+TEST(LayoutPlan, SplitsShrinkWhatTheySplit) {
+  const auto options = train::layout_options(cluster(80));
+  const auto& base = find(options, 2, 1, 1);
+  EXPECT_LT(find(options, 4, 1, 1).per_rank.weights, base.per_rank.weights * 0.51);  // TP halves the weights
+  EXPECT_LT(find(options, 2, 1, 2).per_rank.weights, base.per_rank.weights * 0.55);  // PP about halves them
+  // CP halves each rank's tokens (and leaves the weights whole).
+  EXPECT_NEAR(find(options, 2, 2, 1).per_rank.activations, base.per_rank.activations / 2, base.per_rank.activations * 0.01);
+  EXPECT_EQ(find(options, 2, 2, 1).per_rank.weights, base.per_rank.weights);
+}
+
+TEST(LayoutPlan, OnlyTensorParallelSizesTheHeadsAllow) {
+  auto in = cluster(80);
+  in.config.num_attention_heads = 12;  // 3 and 6 would divide, but not the 8 GPUs per node
+  in.config.num_key_value_heads = 4;
+  for (const auto& o : train::layout_options(in)) {
+    EXPECT_EQ(in.config.num_attention_heads % o.tp, 0);
+    EXPECT_EQ(8 % o.tp, 0);
+  }
+}
+
+TEST(LayoutPlan, SmallModelTrainsDataParallelAndTooLittleMemoryFitsNothing) {
+  auto in = cluster(80);
+  in.config.hidden_size = 512, in.config.intermediate_size = 1536, in.config.num_hidden_layers = 4;
+  in.config.num_attention_heads = 8, in.config.num_key_value_heads = 8, in.config.head_dim = 64, in.config.vocab_size = 32000;
+  in.row_tokens = 1024;
+  const auto best = train::recommended_layout(train::layout_options(in));
+  ASSERT_TRUE(best.has_value());
+  EXPECT_EQ(best->tp * best->cp * best->pp, 1);
+  EXPECT_EQ(best->dp, 32);
+  const auto tiny = cluster(0.5);
+  const auto none = train::layout_options(tiny);
+  EXPECT_FALSE(train::recommended_layout(none).has_value());
+  EXPECT_NE(train::describe_layout_plan(tiny, none).find("nothing fits"), std::string::npos);
+}
+
+}  // namespace
