@@ -27,8 +27,9 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_train import ROOT, SIZES, make_data, make_model, read_log  # noqa: E402
 
-LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence split)
-    ("DP2", 2, 1, 1, None), ("TP2", 2, 2, 1, None), ("PP2", 2, 1, 2, None),
+LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence split[, other flags])
+    ("DP2", 2, 1, 1, None), ("TP2", 2, 2, 1, None), ("TP2+SP", 2, 2, 1, None, ["--sequence_parallel", "true"]),
+    ("PP2", 2, 1, 2, None),
     ("CP2", 2, 1, 1, ("--cp_size", 2)), ("Ulysses2", 2, 1, 1, ("--sequence_parallel_size", 2)),
     ("DP4", 4, 1, 1, None), ("TP2xDP2", 4, 2, 1, None), ("TP4", 4, 4, 1, None), ("PP4", 4, 1, 4, None),
     ("PP2xDP2", 4, 1, 2, None), ("TP2xPP2", 4, 2, 2, None), ("CP4", 4, 1, 1, ("--cp_size", 4)),
@@ -36,7 +37,7 @@ LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence
 ]
 
 
-def run(swift, model, data, out, ranks, tp, pp, sequence_split, global_batch, micro_batches, steps):
+def run(swift, model, data, out, ranks, tp, pp, sequence_split, extra, global_batch, micro_batches, steps):
     cp = sequence_split[1] if sequence_split else 1
     dp = ranks // (tp * pp * cp)
     env = dict(os.environ, NPROC_PER_NODE=str(ranks))
@@ -45,7 +46,7 @@ def run(swift, model, data, out, ranks, tp, pp, sequence_split, global_batch, mi
            "--max_steps", str(steps), "--per_device_train_batch_size", str(global_batch // (dp * micro_batches)),
            "--gradient_accumulation_steps", str(micro_batches), "--max_length", "128", "--logging_steps", "1",
            "--save_steps", "100000", "--save_only_model", "true", "--output_dir", out, "--tp_size", str(tp),
-           "--pp_size", str(pp)] + ([sequence_split[0], str(cp)] if sequence_split else [])
+           "--pp_size", str(pp)] + ([sequence_split[0], str(cp)] if sequence_split else []) + extra
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode:
         sys.exit(p.stderr[-3000:])
@@ -80,9 +81,10 @@ def main():
         n_params, _ = make_model(model, *SIZES[args.size])
         results = {x[0]: [] for x in layouts}
         for r in range(args.rounds):
-            for name, ranks, tp, pp, split in (layouts if r % 2 == 0 else layouts[::-1]):
+            for name, ranks, tp, pp, split, *extra in (layouts if r % 2 == 0 else layouts[::-1]):
                 out = os.path.join(tmp, f"out-{name}-{r}")
-                results[name].append(run(args.swift, model, data, out, ranks, tp, pp, split, args.global_batch,
+                flags = extra[0] if extra else []
+                results[name].append(run(args.swift, model, data, out, ranks, tp, pp, split, flags, args.global_batch,
                                          args.micro_batches, args.steps))
                 step_s, share, _, _ = results[name][-1]
                 print(f"round {r + 1} {name}: {step_s:.3f} s/step, {100 * share:.0f}% waiting for collectives", flush=True)

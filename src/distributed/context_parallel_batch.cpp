@@ -19,15 +19,19 @@ at::Tensor pad_columns(const at::Tensor& t, int64_t padded, int64_t value) {
 
 }  // namespace
 
-data::Batch context_parallel_batch(const data::Batch& batch, int rank, int size) {
+data::Batch context_parallel_batch(const data::Batch& batch, int rank, int size, int64_t share_multiple) {
   SWIFT_ASSERT(!batch.labels_shifted, "a batch is split for context parallelism once");
+  SWIFT_ASSERT(size >= 1 && share_multiple >= 1, "a context-parallel size and a share multiple of at least 1");
   const int64_t B = batch.input_ids.size(0), T = batch.input_ids.size(1);
-  const int64_t multiple = 2 * static_cast<int64_t>(size);
+  // Two chunks per rank (one when the group is this rank alone: the whole row), each share_multiple long at least.
+  const int64_t chunks = size > 1 ? 2 * static_cast<int64_t>(size) : 1;
+  const int64_t multiple = chunks * share_multiple;
   const int64_t padded = (T + multiple - 1) / multiple * multiple;
   // Token t's target is token t + 1's label; the last token predicts nothing.
   const at::Tensor targets = at::cat({batch.labels.narrow(1, 1, T - 1), at::full({B, 1}, -100, batch.labels.options())}, 1);
   auto share = [&](const at::Tensor& t, int64_t pad) {
-    return model::context_parallel_share(pad_columns(t, padded, pad), 1, rank, size).contiguous();
+    const at::Tensor whole = pad_columns(t, padded, pad);
+    return size > 1 ? model::context_parallel_share(whole, 1, rank, size).contiguous() : whole.contiguous();
   };
   data::Batch out;
   out.input_ids = share(batch.input_ids, 0);

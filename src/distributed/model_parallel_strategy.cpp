@@ -21,7 +21,7 @@
 namespace swift::distributed {
 namespace {
 
-// The model's view of the TP group.
+// The model's view of a TP group.
 class GroupComm : public model::TensorParallelComm {
  public:
   explicit GroupComm(ProcessGroup& group) : group_(group) {}
@@ -30,6 +30,7 @@ class GroupComm : public model::TensorParallelComm {
   void all_reduce_sum(at::Tensor& t) override { group_.all_reduce_sum(t); }
   void all_reduce_max(at::Tensor& t) override { group_.all_reduce_max(t); }
   at::Tensor all_gather(const at::Tensor& t, int64_t dim) override { return group_.all_gather(t, dim); }
+  at::Tensor reduce_scatter_sum(const at::Tensor& t, int64_t dim) override { return group_.reduce_scatter_sum(t, dim); }
 
  private:
   ProcessGroup& group_;
@@ -113,6 +114,10 @@ void wait_all(std::vector<PendingCollective>& pending) {
 
 }  // namespace
 
+std::shared_ptr<model::TensorParallelComm> tensor_parallel_comm(ProcessGroup& group) {
+  return std::make_shared<GroupComm>(group);
+}
+
 ModelParallel::ModelParallel(std::unique_ptr<ProcessGroup> world, std::string device, ZeroConfig zero,
                              ModelParallelSizes sizes)
     : ParallelStrategy(std::move(world), std::move(device), std::move(zero)), sizes_(sizes) {
@@ -137,7 +142,10 @@ std::vector<double> ModelParallel::sum(const std::vector<double>& values) {
 }
 
 data::Batch ModelParallel::local_sequences(const data::Batch& batch) const {
-  return cp_group_ ? context_parallel_batch(batch, cp_rank(), sizes_.cp) : batch;
+  // Sequence parallelism cuts each rank's rows again over the TP group: their length a multiple of tp.
+  const int64_t sequence_multiple = sizes_.sequence_parallel ? sizes_.tp : 1;
+  if (!cp_group_ && sequence_multiple == 1) return batch;
+  return context_parallel_batch(batch, cp_rank(), sizes_.cp, sequence_multiple);
 }
 
 std::vector<double> ModelParallel::sum_metrics(const std::vector<double>& values) {
@@ -243,11 +251,22 @@ void ModelParallel::split_sequences(model::CausalLM& model) {
   model->set_context_parallel(std::move(cp));
 }
 
+void ModelParallel::split_frozen_model(model::CausalLM& model) {
+  SWIFT_ASSERT(sizes_.pp == 1 && sizes_.cp == 1 && !sizes_.sequence_parallel,
+               "a frozen model beside the policy is split by tensor parallelism alone");
+  if (tp_group_) model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_));
+}
+
 void ModelParallel::assign_ownership(model::CausalLM& model) {
   if (sizes_.pp > 1) keep_own_stage(model);
   if (cp_group_) split_sequences(model);
   if (tp_group_) {
-    model::TensorParallelSplit split = model::apply_tensor_parallel(model, std::make_shared<GroupComm>(*tp_group_));
+    model::TensorParallelSplit split =
+        model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_), sizes_.sequence_parallel);
+    if (sizes_.sequence_parallel)
+      log_info("sequence parallelism: the activations between the tensor-parallel layers cut along the sequence over ",
+               sizes_.tp, " ranks (this rank: part ", tp_rank(), "; rows padded to a multiple of ", sizes_.tp,
+               sizes_.cp > 1 ? " in each context-parallel share" : "", ")");
     sharded_ = std::move(split.sharded);
     partial_gradients_ = std::move(split.partial_gradients);
   }
@@ -298,6 +317,8 @@ ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
   f.world_size = data_group_size();
   f.held_parameters_only = sizes_.pp > 1;
   f.sequence_split = sizes_.cp;
+  f.tensor_split = sizes_.tp;
+  f.sequence_parallel = sizes_.sequence_parallel;
   if (shards_optimizer_over_replicas()) f.zero_stage = 1;
   return f;
 }
@@ -390,11 +411,28 @@ void ModelParallel::finish_gradients(bool first_step) {
   (void)first_step;
   // After the data-parallel exchange, which writes its sums back into the gradients when it completes.
   if (data_sync_) data_sync_->all_reduce_gradients();
-  for (auto& p : partial_gradients_)
-    if (p.requires_grad() && p.grad().defined()) tp_group_->all_reduce_sum(p.mutable_grad());
+  sum_partial_gradients();
   if (embedding_group_) {  // the tied embedding's two uses, on the first and the last stage
     at::Tensor& embedding = model_->model->embed_tokens->weight;
     if (embedding.requires_grad() && embedding.grad().defined()) embedding_group_->all_reduce_sum(embedding.mutable_grad());
+  }
+}
+
+// One exchange for all of them (under sequence parallelism every norm of the stage is here).
+void ModelParallel::sum_partial_gradients() {
+  std::vector<at::Tensor> grads;
+  for (auto& p : partial_gradients_)
+    if (p.requires_grad() && p.grad().defined()) grads.push_back(p.mutable_grad());
+  if (grads.empty()) return;
+  std::vector<at::Tensor> flat;
+  for (const auto& g : grads) flat.push_back(g.reshape(-1));
+  at::Tensor buffer = at::cat(flat);
+  tp_group_->all_reduce_sum(buffer);
+  int64_t offset = 0;
+  at::NoGradGuard no_grad;
+  for (auto& g : grads) {
+    g.copy_(buffer.narrow(0, offset, g.numel()).view_as(g));
+    offset += g.numel();
   }
 }
 

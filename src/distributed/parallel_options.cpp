@@ -23,7 +23,7 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
       {"use_distributed_optimizer", FlagType::kBool, "true", "with --tp_size/--pp_size and several data-parallel replicas: the ranks holding the same part of the model shard its AdamW state (Megatron's distributed optimizer, ZeRO-1); false: each keeps all of it"},
       {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
-      {"sequence_parallel", FlagType::kBool, "false", "Megatron sequence parallelism (the norm regions' activations split over the tensor-parallel group); not built yet: the run keeps them whole and says so"},
+      {"sequence_parallel", FlagType::kBool, "false", "Megatron sequence parallelism: with --tp_size above 1, the activations between the split layers (norms, residual adds) are cut along the sequence over the tensor-parallel group (reduce-scatter and all-gather instead of all-reduce), dividing that activation memory by --tp_size; the same numbers"},
   };
 }
 
@@ -67,9 +67,9 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
   options.distributed_optimizer = flags.boolean("use_distributed_optimizer") || options.zero.stage == 1;
   problems.check(options.pp_size > 1 || (options.first_stage_layers == 0 && options.last_stage_layers == 0),
                  "--decoder_first/last_pipeline_num_layers need pipeline stages", "add --pp_size, or drop them");
-  if (flags.boolean("sequence_parallel") && options.tp_size > 1)
-    log_info("--sequence_parallel: the norm regions' activations stay whole on every tensor-parallel rank (sequence "
-             "parallelism is not built yet); the numbers are the same, the activation memory is not split");
+  options.sequence_parallel = flags.boolean("sequence_parallel") && options.tp_size > 1;
+  if (flags.boolean("sequence_parallel") && options.tp_size == 1)
+    log_info("--sequence_parallel: nothing to split without tensor parallelism (--tp_size 1); off, as in Megatron");
 }
 
 // Megatron's --cp_size (ring attention) or ms-swift's --sequence_parallel_size / --use_ulysses (Ulysses where the

@@ -276,6 +276,7 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
   if (options.model_parallel_size() > 1) {
     ModelParallelSizes sizes;
     sizes.tp = static_cast<int>(options.tp_size);
+    sizes.sequence_parallel = options.sequence_parallel;
     sizes.pp = static_cast<int>(options.pp_size);
     sizes.cp = static_cast<int>(options.cp_size);
     sizes.context_attention = options.context_attention;

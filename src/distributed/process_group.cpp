@@ -248,6 +248,20 @@ at::Tensor ProcessGroup::all_gather(const at::Tensor& tensor, int64_t dim) {
   return at::cat(outputs[0], dim).to(tensor.device());
 }
 
+at::Tensor ProcessGroup::reduce_scatter_sum(const at::Tensor& tensor, int64_t dim) {
+  const int n = impl_->world_size;
+  SWIFT_ASSERT(tensor.size(dim) % n == 0, "a reduce-scatter splits a dimension the group divides");
+  const bool stage = impl_->backend_name == "gloo" && tensor.is_cuda();
+  const at::Tensor source = stage ? tensor.to(c10::kCPU) : tensor;
+  std::vector<std::vector<at::Tensor>> inputs(1);
+  for (const auto& part : source.chunk(n, dim)) inputs[0].push_back(part.contiguous());
+  std::vector<at::Tensor> output{at::empty_like(inputs[0][0])};
+  timed(*impl_->waited_ns, [&] {
+    impl_->guarded("reduce-scatter", [&] { impl_->backend->reduce_scatter(output, inputs)->wait(impl_->timeout); });
+  });
+  return output[0].to(tensor.device());
+}
+
 at::Tensor ProcessGroup::all_to_all(const at::Tensor& tensor, int64_t scatter_dim, int64_t gather_dim) {
   const int n = impl_->world_size;
   SWIFT_ASSERT(tensor.size(scatter_dim) % n == 0, "an all-to-all splits a dimension the group divides");

@@ -28,9 +28,11 @@ at::Tensor LinearImpl::forward(const at::Tensor& x) {
   switch (tp_role) {
     case TensorParallelRole::kNone: return local_forward(x);
     case TensorParallelRole::kColumn:
-    case TensorParallelRole::kColumnReplicated: return local_forward(copy_to_tensor_parallel(x, *tp_comm));
+    case TensorParallelRole::kColumnReplicated:
+      return local_forward(tp_input_shared ? x : copy_to_tensor_parallel(x, *tp_comm));
     case TensorParallelRole::kRow: {  // partial sums over this rank's input columns; the bias once, after the sum
-      auto y = reduce_from_tensor_parallel(local_forward(x), *tp_comm);
+      auto y = tp_sequence_parallel ? scatter_to_sequence_parallel(local_forward(x), *tp_comm)
+                                    : reduce_from_tensor_parallel(local_forward(x), *tp_comm);
       return bias.defined() ? y + bias : y;
     }
   }
@@ -78,7 +80,7 @@ at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) {
     const auto local = ids - vocab_start;
     const auto mine = local.ge(0).logical_and(local.lt(weight.size(0)));
     auto x = at::embedding(weight, at::where(mine, local, at::zeros_like(local))) * mine.unsqueeze(-1).to(weight.scalar_type());
-    return reduce_from_tensor_parallel(x, *tp_comm);
+    return tp_sequence_parallel ? scatter_to_sequence_parallel(x, *tp_comm) : reduce_from_tensor_parallel(x, *tp_comm);
   }
   return at::embedding(weight, ids);
 }
@@ -122,7 +124,19 @@ void AttentionImpl::divide_heads(int size, int rank) {
   }
 }
 
-at::Tensor AttentionImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
+namespace {
+// Tensor parallelism: the input that column-split layers share (q/k/v; gate/up), prepared once for all of them:
+// whole rows gathered under sequence parallelism (reduce-scattered back in backward), else the identity whose
+// backward sums the gradient over the group. One exchange per shared input, as Megatron's fused projections.
+at::Tensor column_split_input(const at::Tensor& x, const LinearImpl& first) {
+  if (!first.tp_input_shared) return x;
+  return first.tp_sequence_parallel ? gather_from_sequence_parallel(x, *first.tp_comm)
+                                    : copy_to_tensor_parallel(x, *first.tp_comm);
+}
+}  // namespace
+
+at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs& in) {
+  const at::Tensor x = column_split_input(input, *q_proj);
   const int64_t B = x.size(0), T = x.size(1);
   auto q = q_proj(x).view({B, T, num_heads_, head_dim_});
   const int64_t projected = projected_kv_heads_ > 0 ? projected_kv_heads_ : num_kv_heads_;
@@ -162,7 +176,10 @@ MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) {
   down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options));
 }
 
-at::Tensor MLPImpl::forward(const at::Tensor& x) { return down_proj(at::silu(gate_proj(x)) * up_proj(x)); }
+at::Tensor MLPImpl::forward(const at::Tensor& input) {
+  const at::Tensor x = column_split_input(input, *gate_proj);
+  return down_proj(at::silu(gate_proj(x)) * up_proj(x));
+}
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
   self_attn = register_module("self_attn", Attention(c, layer_index, options));
@@ -287,6 +304,8 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   const int64_t B = ids.size(0), T = ids.size(1);
   const int64_t past = args.cache ? args.cache->length : 0;
   const int64_t S = past + T;
+  SWIFT_ASSERT(!sequence_parallel_ || (!args.cache && T % tensor_parallel_->size() == 0),
+               "sequence parallelism trains on rows whose length the tensor-parallel size divides");
   if (args.cache) {
     SWIFT_CHECK(S <= args.cache->capacity(), UsageError,
                 "sequence of " + std::to_string(S) + " tokens exceeds the KV cache (" +
@@ -362,7 +381,9 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
     if (sharding) sharding->release(layer->parameters());
   }
   if (args.cache) args.cache->length = S;
-  return !stage || stage->last ? model->norm(x) : x;
+  if (stage && !stage->last) return x;
+  x = model->norm(x);
+  return sequence_parallel_ ? gather_sequence_for_head(x, *tensor_parallel_) : x;
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
@@ -383,11 +404,18 @@ at::Tensor CausalLMImpl::vocab_mean_logits(const at::Tensor& hidden) {
   ParamSharding* sharding = param_sharding();
   const bool gather = sharding && sharding->gathers_around_use(head);  // ZeRO-3: the head's rows' mean only
   if (gather) sharding->gather({head});
-  const at::Tensor row_mean = (lm_head ? lm_head->dense_weight(at::kFloat) : head.to(at::kFloat)).mean(0);
+  at::Tensor row_mean = (lm_head ? lm_head->dense_weight(at::kFloat) : head.to(at::kFloat)).mean(0);
   if (gather) sharding->release({head});
-  at::Tensor out = at::matmul(hidden.to(at::kFloat), row_mean);
-  if (lm_head && lm_head->bias.defined()) out = out + lm_head->bias.to(at::kFloat).mean();
-  return out;
+  at::Tensor bias_mean = lm_head && lm_head->bias.defined() ? lm_head->bias.to(at::kFloat).mean().reshape({1})
+                                                            : at::zeros({1}, row_mean.options());
+  if (tensor_parallel_) {  // each rank holds an equal slice of the rows: the whole mean is the slices' mean
+    at::Tensor both = at::cat({row_mean, bias_mean});
+    tensor_parallel_->all_reduce_sum(both);
+    both = both / static_cast<double>(tensor_parallel_->size());
+    row_mean = both.narrow(0, 0, row_mean.numel());
+    bias_mean = both.narrow(0, row_mean.numel(), 1);
+  }
+  return at::matmul(hidden.to(at::kFloat), row_mean) + bias_mean;
 }
 
 void KVCache::select_rows(const at::Tensor& rows) {

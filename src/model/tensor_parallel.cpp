@@ -44,6 +44,41 @@ struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
   }
 };
 
+// Sequence parallelism's exchanges along the sequence dimension of [B, T, C].
+constexpr int64_t kSequenceDim = 1;
+
+struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {comm_of(ctx)->reduce_scatter_sum(grads[0].contiguous(), kSequenceDim), at::Tensor()};
+  }
+};
+
+struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return reinterpret_cast<TensorParallelComm*>(comm)->reduce_scatter_sum(x.contiguous(), kSequenceDim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {comm_of(ctx)->all_gather(grads[0].contiguous(), kSequenceDim), at::Tensor()};
+  }
+};
+
+struct GatherForHead : torch::autograd::Function<GatherForHead> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    TensorParallelComm* comm = comm_of(ctx);
+    const int64_t part = grads[0].size(kSequenceDim) / comm->size();
+    return {grads[0].narrow(kSequenceDim, comm->rank() * part, part).contiguous(), at::Tensor()};
+  }
+};
+
 int64_t handle(TensorParallelComm& comm) { return reinterpret_cast<int64_t>(&comm); }
 
 }  // namespace
@@ -76,6 +111,18 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& 
   return ReduceFromGroup::apply(x, handle(comm));
 }
 
+at::Tensor gather_from_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
+  return GatherFromSequence::apply(x, handle(comm));
+}
+
+at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
+  return ScatterToSequence::apply(x, handle(comm));
+}
+
+at::Tensor gather_sequence_for_head(const at::Tensor& x, TensorParallelComm& comm) {
+  return GatherForHead::apply(x, handle(comm));
+}
+
 std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   if (size <= 1) return "";
   auto not_divided = [&](const char* what, int64_t n) {
@@ -91,11 +138,10 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   return "";
 }
 
-TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm) {
+TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm,
+                                          bool sequence_parallel) {
   const std::string problem = tensor_parallel_problem(model->config(), comm->size());
   SWIFT_CHECK(problem.empty(), UsageError, "tensor parallelism: " + problem, "choose a --tp_size that divides it");
-  SWIFT_CHECK(!model->is_sequence_classifier(), UsageError,
-              "tensor parallelism of a sequence classifier (reward model) is not built yet", "train it with --tp_size 1");
   TensorParallelSplit out;
   auto split = [&](const std::string& prefix, Linear& layer, TensorParallelRole role) {
     SWIFT_CHECK(!layer->quantized, UsageError, "tensor parallelism of quantized layers is not built yet (" + prefix + ")",
@@ -112,6 +158,12 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
     if (layer->adapter) layer->adapter->split_for_tensor_parallel(role, *comm, prefix, out);
     layer->tp_role = role;
     layer->tp_comm = comm.get();
+    layer->tp_sequence_parallel = sequence_parallel;
+    layer->tp_input_shared = role != TensorParallelRole::kRow;  // q/k/v and gate/up; lm_head's is set apart below
+  };
+  // Under sequence parallelism each rank's norms see its own tokens only: their gradients are partial.
+  auto norm_on_sequence_part = [&](RMSNorm& norm) {
+    if (sequence_parallel) out.partial_gradients.push_back(norm->weight);
   };
   for (size_t i = 0; i < model->model->layers->size(); ++i) {
     auto layer = model->model->layers[i]->as<DecoderLayerImpl>();
@@ -129,19 +181,34 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
     split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);
     split(at + ".mlp.up_proj", layer->mlp->up_proj, TensorParallelRole::kColumn);
     split(at + ".mlp.down_proj", layer->mlp->down_proj, TensorParallelRole::kRow);
+    norm_on_sequence_part(layer->input_layernorm);
+    norm_on_sequence_part(layer->post_attention_layernorm);
   }
+  norm_on_sequence_part(model->model->norm);
   auto& embed = model->model->embed_tokens;
   const int64_t vocab = embed->weight.size(0);
   out.sharded.push_back(keep_tensor_parallel_slice("model.embed_tokens.weight", embed->weight, 0, *comm));
   embed->vocab_start = comm->rank() * (vocab / comm->size());
   embed->tp_comm = comm.get();
-  if (model->lm_head) split("lm_head", model->lm_head, TensorParallelRole::kColumn);
-  model->set_tensor_parallel(std::move(comm));
+  embed->tp_sequence_parallel = sequence_parallel;
+  // A sequence classifier's score head (num_labels outputs) stays whole on every rank: its input, the last hidden
+  // states, is whole and the same on every rank, and so is its gradient (nothing to sum).
+  if (model->lm_head) {  // its input is whole again (forward_hidden gathers the last hidden states)
+    split("lm_head", model->lm_head, TensorParallelRole::kColumn);
+    model->lm_head->tp_sequence_parallel = false;
+    model->lm_head->tp_input_shared = false;
+  }
+  model->set_tensor_parallel(std::move(comm), sequence_parallel);
   return out;
 }
 
 at::Tensor vocab_parallel_cross_entropy_sum(const at::Tensor& logits, const at::Tensor& targets, int64_t vocab_start,
                                             TensorParallelComm& comm) {
+  return vocab_parallel_cross_entropy(logits, targets, vocab_start, comm).sum();
+}
+
+at::Tensor vocab_parallel_cross_entropy(const at::Tensor& logits, const at::Tensor& targets, int64_t vocab_start,
+                                        TensorParallelComm& comm) {
   const int64_t local_vocab = logits.size(-1);
   at::Tensor max;
   {
@@ -156,7 +223,7 @@ at::Tensor vocab_parallel_cross_entropy_sum(const at::Tensor& logits, const at::
   const auto picked = shifted.gather(-1, at::where(mine, local, at::zeros_like(local)).unsqueeze(-1)).squeeze(-1);
   const auto target_logit = reduce_from_tensor_parallel(at::where(mine, picked, at::zeros_like(picked)), comm);
   const auto per_token = sum_exp.log() - target_logit;
-  return at::where(targets.ne(-100), per_token, at::zeros_like(per_token)).sum();
+  return at::where(targets.ne(-100), per_token, at::zeros_like(per_token));
 }
 
 at::Tensor vocab_parallel_argmax(const at::Tensor& logits, int64_t vocab_start, TensorParallelComm& comm) {

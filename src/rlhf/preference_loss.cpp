@@ -8,27 +8,33 @@
 #include <cmath>
 
 #include "swift/core/error.h"
+#include "swift/model/tensor_parallel.h"
 
 namespace swift::rlhf {
 
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         bool with_logit_means) {
+                                         bool with_logit_means, train::VocabSplit split) {
   const int64_t R = hidden.size(0), T = hidden.size(1);
   auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
   auto mask = shift_labels.ne(-100);                                         // [R, T-1]
   auto selected = hidden.narrow(1, 0, T - 1).index({mask});                 // [N, C]
   auto targets = shift_labels.index({mask});                                // [N]
   auto logits = lm_head(selected).to(at::kFloat);                           // [N, V]
-  auto token_logps = -at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::None, -100);
+  auto token_logps = split.comm ? -model::vocab_parallel_cross_entropy(logits, targets, split.vocab_start, *split.comm)
+                                : -at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::None, -100);
+  const int64_t vocab = logits.size(-1) * (split.comm ? split.comm->size() : 1);
   auto rows = at::arange(R, mask.options().dtype(at::kLong)).unsqueeze(1).expand({R, T - 1}).index({mask});
   SequenceLogps out;
   out.logps = at::zeros({R}, token_logps.options()).index_add(0, rows, token_logps);
   torch::NoGradGuard no_grad;
   out.tokens = mask.sum(1).to(at::kFloat);
-  if (with_logit_means)  // another pass over the [N, V] logits: only where a metric reads it
-    out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, logits.mean(-1));
-  out.vocab_size = logits.size(-1);
+  if (with_logit_means) {  // another pass over the [N, V] logits: only where a metric reads it
+    at::Tensor means = logits.sum(-1);
+    if (split.comm) split.comm->all_reduce_sum(means);  // every rank's slice of the vocabulary
+    out.logit_means = at::zeros({R}, token_logps.options()).index_add(0, rows, means / static_cast<double>(vocab));
+  }
+  out.vocab_size = vocab;
   return out;
 }
 

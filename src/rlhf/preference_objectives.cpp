@@ -16,10 +16,14 @@ train::MicroBatchResult result_of(const rlhf::PreferenceOutput& out) {
   return {out.loss, at::cat({at::stack({loss[0], at::ones_like(loss[0])}).unsqueeze(0), out.stacked()})};
 }
 
+// Under tensor parallelism the logits are this rank's slice of the vocabulary.
+train::VocabSplit vocab_split(const model::CausalLM& m) { return {m->tensor_parallel(), m->vocab_start()}; }
+
 rlhf::SequenceLogps score(model::CausalLM& m, const model::ForwardArgs& args, const at::Tensor& labels,
                            bool with_logit_means = false) {
   return rlhf::sequence_logps_from_hidden(m->forward_hidden(args), labels,
-                                           [&](const at::Tensor& h) { return m->logits(h); }, with_logit_means);
+                                           [&](const at::Tensor& h) { return m->logits(h); }, with_logit_means,
+                                           vocab_split(m));
 }
 
 // The reference's log-probabilities (call without gradients): the loaded reference model, or the policy with its
@@ -92,7 +96,7 @@ class PairObjective : public PairBatchObjective {
     const at::Tensor hidden = policy->forward_hidden(args);
     // DPO logs the logits' mean over the scored positions; CPO and ORPO over every position (below).
     const auto policy_logps = rlhf::sequence_logps_from_hidden(
-        hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); }, !all_positions);
+        hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); }, !all_positions, vocab_split(policy));
     at::Tensor position_means;
     std::optional<rlhf::SequenceLogps> reference;
     {

@@ -93,6 +93,7 @@ model::CausalLM reference_model(const train::ObjectiveContext& ctx, const RlhfOp
                                 [&] { return quant::load_model(dir, load, ctx.quantization); });
   reference->eval();
   for (auto& p : reference->parameters()) p.set_requires_grad(false);
+  if (ctx.split_like_policy) ctx.split_like_policy(reference);  // tensor parallelism: this rank's slices only
   return reference;
 }
 

@@ -95,12 +95,17 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
-  problems.check(o.training.parallel.model_parallel_size() == 1,
-                 "swift rlhf with --tp_size " + std::to_string(o.training.parallel.tp_size) + " / --pp_size " +
-                     std::to_string(o.training.parallel.pp_size) + " / --cp_size " +
-                     std::to_string(o.training.parallel.cp_size) +
-                     " is not available yet (its log-probabilities need the whole vocabulary, model and sequence)",
-                 "train preferences with data parallelism (--deepspeed zero3 for a large model)");
+  // Tensor parallelism splits the policy and the reference alike (log-probabilities over the split vocabulary; a
+  // reward model's one-output score head stays whole);
+  // the other splits cut what a pair's log-probability needs whole (the rows, the layers on one rank).
+  const distributed::ParallelOptions& parallel = o.training.parallel;
+  problems.check(parallel.pp_size == 1 && parallel.cp_size == 1,
+                 "swift rlhf with --pp_size " + std::to_string(parallel.pp_size) + " / --cp_size " +
+                     std::to_string(parallel.cp_size) +
+                     " is not available yet (a pair's log-probabilities are computed on whole rows by the whole model)",
+                 "split the model with --tp_size (tensor parallelism), or use data parallelism (--deepspeed zero3)");
+  problems.check(!parallel.sequence_parallel, "swift rlhf with --sequence_parallel is not available yet",
+                 "drop --sequence_parallel (--tp_size alone splits the model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
   // Pairs (labelled replies for kto), scored on the last reply unless said otherwise (orpo: every reply).

@@ -50,9 +50,11 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   m.weight_bytes = static_cast<int64_t>(in.lora ? params * static_cast<double>(in.base_element_bytes) + trainable * 4 : params * 4);
   m.trainable_bytes = static_cast<int64_t>(trainable * 4);
   m.hidden_size = c.hidden_size;
-  m.intermediate_size = c.intermediate_size / tp;  // the attention and MLP widths split over TP; the residual stream not
+  m.intermediate_size = c.intermediate_size;
   m.num_layers = stage_layers;
-  m.vocab_size = c.vocab_size / tp;
+  m.vocab_size = c.vocab_size;
+  m.tensor_split = tp;  // with sequence parallelism (the plan's flags turn it on): the residual stream split too
+  m.sequence_parallel = tp > 1;
   m.activation_element_bytes = in.activation_element_bytes;
   m.tokens_per_micro_batch = in.micro_batch * ceil_div(in.row_tokens, cp);
   m.zero_stage = in.distributed_optimizer && dp * cp > 1 ? 1 : 0;
@@ -77,7 +79,7 @@ std::string layout_name(const LayoutOption& o) {
 
 std::string layout_flags(const LayoutOption& o) {
   std::string flags;
-  if (o.tp > 1) flags += " --tp_size " + std::to_string(o.tp);
+  if (o.tp > 1) flags += " --tp_size " + std::to_string(o.tp) + " --sequence_parallel true";
   if (o.pp > 1) flags += " --pp_size " + std::to_string(o.pp);
   if (o.cp > 1) flags += " --cp_size " + std::to_string(o.cp);
   return flags.empty() ? "none (data parallelism over every GPU)" : flags.substr(1);

@@ -8,21 +8,26 @@ namespace swift::train {
 
 namespace {
 
-// Activation bytes kept per token for one decoder layer without recomputation: the two norms' outputs, q, k, v,
-// the attention output and its projection, the residual stream (~10 hidden-sized vectors), and the MLP's gate,
-// up, activation and product (~4 intermediate-sized ones).
+// Activation bytes kept per token for one decoder layer without recomputation: the norm region (the two norms'
+// outputs and the residual stream, ~4 hidden-sized vectors: whole on every tensor-parallel rank unless sequence
+// parallelism cuts them), the tensor-parallel region (q, k, v, the attention output and its projection, ~6
+// hidden-sized, and the MLP's gate, up, activation and product, ~4 intermediate-sized: split over TP).
 double layer_bytes_per_token(const MemoryInputs& in) {
-  return static_cast<double>(in.activation_element_bytes) * (10.0 * in.hidden_size + 4.0 * in.intermediate_size);
+  const double t = std::max(1, in.tensor_split), s = in.sequence_parallel ? t : 1.0;
+  const double h = static_cast<double>(in.hidden_size), i = static_cast<double>(in.intermediate_size);
+  return static_cast<double>(in.activation_element_bytes) * (4.0 * h / s + (6.0 * h + 4.0 * i) / t);
 }
 
 double activations(const MemoryInputs& in, bool checkpointing) {
   const double tokens = static_cast<double>(in.tokens_per_micro_batch);
   const double per_layer = layer_bytes_per_token(in) * tokens;
-  // fp32 logits, their log-softmax and its gradient (the loss works in fp32 over the whole vocabulary); an upper
-  // bound, since logits are computed only where a label is.
-  const double logits = 3.0 * 4.0 * tokens * static_cast<double>(in.vocab_size);
+  // fp32 logits, their log-softmax and its gradient (the loss works in fp32 over the vocabulary, this rank's
+  // slice of it under TP); an upper bound, since logits are computed only where a label is.
+  const double logits = 3.0 * 4.0 * tokens * static_cast<double>(in.vocab_size) / std::max(1, in.tensor_split);
   if (!checkpointing) return per_layer * static_cast<double>(in.num_layers) + logits;
-  const double inputs = static_cast<double>(in.activation_element_bytes) * in.hidden_size * tokens * in.num_layers;
+  // The layers' inputs are the residual stream: cut along the sequence under sequence parallelism.
+  const double inputs = static_cast<double>(in.activation_element_bytes) * in.hidden_size * tokens * in.num_layers /
+                        (in.sequence_parallel ? std::max(1, in.tensor_split) : 1);
   return inputs + per_layer + logits;  // the layer inputs, one layer recomputed at a time
 }
 

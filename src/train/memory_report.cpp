@@ -43,6 +43,8 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   // Context parallelism: each rank keeps its share of every row.
   const int64_t row = r.longest_example > 0 ? r.longest_example : r.max_length;
   in.tokens_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example() * ((row + f.sequence_split - 1) / f.sequence_split);
+  in.tensor_split = f.tensor_split;
+  in.sequence_parallel = f.sequence_parallel;
   in.zero_stage = f.zero_stage;
   in.world_size = f.world_size;
   in.optimizer_offloaded = f.optimizer_offloaded;

@@ -179,8 +179,9 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   data::TrainingData data = data::load_training_data(
       options.data, {*policy.chat, policy.template_name, *policy.tokenizer, max_length}, global_batch, hooks.prepare_rows);
   policy.model->set_gradient_checkpointing(options.model.gradient_checkpointing);
-  const auto objective = hooks.make_objective(ObjectiveContext{options, policy.model, policy.load,
-                                                               options.tuner.quantization, parallel->shards_parameters()});
+  const auto objective = hooks.make_objective(
+      ObjectiveContext{options, policy.model, policy.load, options.tuner.quantization, parallel->shards_parameters(),
+                       [&parallel](model::CausalLM& frozen) { parallel->split_frozen_model(frozen); }});
 
   // The optimizer over what this rank updates, and the schedule.
   const StepPlan plan = plan_steps(options, *data.train, parallel->data_parallel_size());

@@ -1,7 +1,8 @@
 // The data-parallel exchanges on a real two-rank Gloo group (two threads of this process, one TCPStore):
 // gradients summed or reduced to their owners while backward runs (bucket by bucket, in order), what a rank
 // holds meanwhile, and ZeRO-3's gathers with prefetch, including a sequence that leaves the recorded one and
-// values that change between micro-batches; offloaded owners' homes; gathering a checkpoint onto one rank.
+// values that change between micro-batches; offloaded owners' homes; gathering a checkpoint onto one rank;
+// Megatron sequence parallelism's exchanges along the sequence and their gradients.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -14,11 +15,13 @@
 #include <thread>
 
 #include "swift/distributed/gradient_sync.h"
+#include "swift/distributed/model_parallel_strategy.h"
 #include "swift/distributed/process_group.h"
 #include "swift/distributed/zero3.h"
 #include "swift/model/autocast.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
+#include "swift/model/tensor_parallel.h"
 
 namespace swift::distributed {
 namespace {
@@ -365,6 +368,47 @@ TEST(Zero3Gather, GatherToHostMakesTheRootWholeAndNobodyElse) {
     sharding.gather(params);  // still the owners' values afterwards
     for (int i = 0; i < 4; ++i) EXPECT_TRUE(at::equal(params[i], values[i])) << i;
     sharding.release_all();
+  });
+}
+
+// [B, T, C] values that differ per rank and per position, so a wrong part or order shows.
+at::Tensor values_of(int rank, int64_t T, double scale) {
+  return (at::arange(2 * T * 3, at::kDouble).view({2, T, 3}) + 100.0 * rank) * scale;
+}
+
+// Each exchange and its backward against the same arithmetic done on whole tensors: gather (all-gather forward,
+// reduce-scatter backward), scatter (reduce-scatter forward, all-gather backward) and the gather before the head
+// (its backward keeps this rank's part of a gradient every rank holds whole).
+TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
+  on_two_ranks([](ProcessGroup& group) {
+    const auto shared = tensor_parallel_comm(group);  // as the model-parallel strategy gives it to the model
+    model::TensorParallelComm& comm = *shared;
+    const int r = group.rank();
+    const at::Tensor mine = values_of(r, 2, 1.0), whole = at::cat({values_of(0, 2, 1.0), values_of(1, 2, 1.0)}, 1);
+    EXPECT_TRUE(at::equal(group.reduce_scatter_sum(whole, 1), (whole + whole).narrow(1, 2 * r, 2)));
+
+    // Gather: every rank gets the whole rows; d(sum(w_r * gathered))/d(mine) = (w_0 + w_1)'s part r.
+    at::Tensor x = mine.clone().requires_grad_(true);
+    const at::Tensor gathered = model::gather_from_sequence_parallel(x, comm);
+    EXPECT_TRUE(at::equal(gathered, whole));
+    const at::Tensor w0 = values_of(0, 4, 0.5), w1 = values_of(1, 4, 0.25), w = r == 0 ? w0 : w1;
+    (gathered * w).sum().backward();
+    EXPECT_TRUE(at::equal(x.grad(), (w0 + w1).narrow(1, 2 * r, 2)));
+
+    // Scatter: part r of the sum of every rank's whole rows; its gradient is the parts' gradients gathered.
+    at::Tensor z = values_of(r, 4, 2.0).requires_grad_(true);
+    const at::Tensor part = model::scatter_to_sequence_parallel(z, comm);
+    EXPECT_TRUE(at::equal(part, (values_of(0, 4, 2.0) + values_of(1, 4, 2.0)).narrow(1, 2 * r, 2)));
+    const at::Tensor v0 = values_of(0, 2, 0.5), v1 = values_of(1, 2, 0.25);
+    (part * (r == 0 ? v0 : v1)).sum().backward();
+    EXPECT_TRUE(at::equal(z.grad(), at::cat({v0, v1}, 1)));
+
+    // Before the head: the gradient arrives whole and equal on every rank; each keeps its own part.
+    at::Tensor h = mine.clone().requires_grad_(true);
+    const at::Tensor rows = model::gather_sequence_for_head(h, comm);
+    EXPECT_TRUE(at::equal(rows, whole));
+    (rows * w0).sum().backward();
+    EXPECT_TRUE(at::equal(h.grad(), w0.narrow(1, 2 * r, 2)));
   });
 }
 

@@ -6,7 +6,7 @@
 #    grad norms, token accuracy and final weights (fp32, 1e-5) on the same global batch; so do packed rows (no
 #    attention across samples), --padding_free rows, a sliding window (Mistral, window 8) and LoRA (its adapter
 #    file one rank's);
-#  - CP composes: TP2 x CP2, CP2 x PP2 and DP2 x CP2 (the distributed optimizer split over the 4 ranks of the
+#  - CP composes: TP2 x CP2 (also with --sequence_parallel), CP2 x PP2 and DP2 x CP2 (the distributed optimizer split over the 4 ranks of the
 #    data group) on 4 ranks equal one rank;
 #  - evaluation with gradient checkpointing on the tied Qwen3 logs one rank's eval_loss;
 #  - a CP2 checkpoint resumes exactly at CP2 and continues at one rank as one rank's run does;
@@ -89,6 +89,11 @@ run tp2cp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]
   --output_dir "$TMP/tp2cp2"
 has tp2cp2_layout "model parallel: tp 2 x cp 2 x pp 1 x dp 1" err
 compare tp2cp2 "$TMP/one" "$TMP/tp2cp2"
+# With Megatron sequence parallelism inside each TP group (each CP share cut again), ring attention.
+run tp2cp2sp 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --tp_size 2 --cp_size 2 \
+  --sequence_parallel true --output_dir "$TMP/tp2cp2sp"
+has tp2cp2sp_log "rows padded to a multiple of 2 in each context-parallel share" err
+compare tp2cp2sp "$TMP/one" "$TMP/tp2cp2sp"
 run cp2pp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --cp_size 2 --pp_size 2 --output_dir "$TMP/cp2pp2"
 compare cp2pp2 "$TMP/one" "$TMP/cp2pp2"
 run one_b4 0 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/one_b4"
@@ -138,7 +143,7 @@ run cp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" 
 has cp3 "--tp_size 1 x --pp_size 1 x --cp_size 3 (3) does not divide the 2 ranks" err
 run cp_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
   --cp_size 2 --output_dir "$TMP/x3"
-has cp_rlhf "swift rlhf with --tp_size 1 / --pp_size 1 / --cp_size 2 is not available yet" err
+has cp_rlhf "swift rlhf with --pp_size 1 / --cp_size 2 is not available yet" err
 grep -q "parameters:" "$TMP/err" && bad "cp_rlhf: found only after the model loaded" || ok
 
 finish context_parallel

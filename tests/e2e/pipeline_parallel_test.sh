@@ -2,7 +2,8 @@
 # End-to-end: Megatron-style pipeline parallelism (with tensor and data parallelism) on the CPU over c10d (Gloo),
 # started by swift's launcher. Usage: pipeline_parallel_test.sh path/to/swift
 #  - PP=2 with tied embeddings (the last stage's copy of the embedding is the head, their gradients summed), PP=4
-#    and an uneven split of an untied model, PP=2 interleaved (2 virtual stages per rank), TP2 x PP2 and DP2 x PP2
+#    and an uneven split of an untied model, PP=2 interleaved (2 virtual stages per rank), TP2 x PP2 (also with
+#    --sequence_parallel) and DP2 x PP2
 #    on 4 ranks each give one rank's losses, grad norms and final weights (fp32, 1e-5) on the same global batch; so
 #    does LoRA at TP2 x PP2 and interleaved (its adapter file one rank's);
 #  - each rank holds about 1/(TP x PP) of the parameters, gradients and AdamW state (the log's per-rank figures);
@@ -65,6 +66,12 @@ run tp2pp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]
   --tp_size 2 --pp_size 2 --output_dir "$TMP/tp2pp2"
 has tp2pp2_layout "model parallel: tp 2 x pp 2 x dp 1" err
 compare tp2pp2 "$TMP/one_ga2" "$TMP/tp2pp2"
+cp "$TMP/err" "$TMP/err_tp2pp2"
+# With Megatron sequence parallelism: the stages pass each other activations cut along the sequence.
+run tp2pp2sp 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --gradient_accumulation_steps 2 \
+  --tp_size 2 --pp_size 2 --sequence_parallel true --output_dir "$TMP/tp2pp2sp"
+compare tp2pp2sp "$TMP/one_ga2" "$TMP/tp2pp2sp"
+cp "$TMP/err_tp2pp2" "$TMP/err"
 # Each rank holds about a quarter of what one rank holds (parameters + gradients + AdamW state).
 "$PY" - "$TMP/err" <<'P' && ok || bad "tp2pp2: the per-rank memory is not about a quarter"
 import re, sys
@@ -162,6 +169,6 @@ run interleaved_layers 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" 
 has interleaved_layers "pipeline stage 0 of 4 would get no layer (the model has 2)" err
 run pp_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
   --pp_size 2 --output_dir "$TMP/x4"
-has pp_rlhf "swift rlhf with --tp_size 1 / --pp_size 2 / --cp_size 1 is not available yet" err
+has pp_rlhf "swift rlhf with --pp_size 2 / --cp_size 1 is not available yet" err
 
 finish pipeline_parallel

@@ -9,6 +9,13 @@
 #  - a TP=2 checkpoint resumes exactly at TP=2 and continues at one rank and at DP2 as one rank would (and a
 #    one-rank checkpoint at TP=2);
 #  - LoRA on every linear layer under TP=2 equals one rank, its adapter file one rank's;
+#  - Megatron sequence parallelism (--sequence_parallel: activations between the split layers cut along the
+#    sequence) gives one rank's numbers too: tied and untied, one KV head, LoRA, DP2 x TP2 without gradient
+#    checkpointing, rows of odd length (padded), and its activation estimate is below plain TP's;
+#  - swift rlhf (and megatron rlhf) under TP=2 equals one rank: DPO with its loaded reference split alike, DPO with
+#    LoRA (the adapter-off reference), ORPO (the logits' means over the split vocabulary), SimPO, KTO and a reward
+#    model (its score head whole): every logged metric and the final weights (or adapter); pipeline stages or
+#    sequence parallelism in rlhf stop with exit 2;
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
 #  - --plan_layout recommends a layout for given GPUs without loading the model;
 #  - sizes that do not divide the ranks or the model, and what is not built yet (DoRA on row-split layers,
@@ -41,6 +48,25 @@ for model in qwen3 qwen2; do
       || bad "tp2_$model: no optimizer state of rank $r"
   done
 done
+# Megatron sequence parallelism: the same numbers, the norms' gradients summed over the group.
+for model in qwen3 qwen2; do
+  run "tp2sp_$model" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --tp_size 2 \
+    --sequence_parallel true --output_dir "$TMP/tp2sp_$model"
+  has "tp2sp_${model}_log" "sequence parallelism: the activations between the tensor-parallel layers cut along the sequence over 2 ranks" err
+  compare "tp2sp_$model" "$TMP/one_$model" "$TMP/tp2sp_$model"
+  grep -o "activations [0-9.]* [KMG]iB" "$TMP/err" | head -1 > "$TMP/sp_act_$model"
+  run "tp2_${model}_again" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/$model" "${common[@]}" --tp_size 2 \
+    --max_steps 1 --output_dir "$TMP/tp2_${model}_again"
+  grep -o "activations [0-9.]* [KMG]iB" "$TMP/err" | head -1 > "$TMP/tp_act_$model"
+  "$PY" - "$TMP/sp_act_$model" "$TMP/tp_act_$model" <<'P' && ok || bad "tp2sp_$model: the activation estimate is not below plain TP's"
+import sys
+unit = {"KiB": 1 / 1024, "MiB": 1, "GiB": 1024}
+sp, tp = (open(f).read().split() for f in sys.argv[1:3])
+sp, tp = float(sp[1]) * unit[sp[2]], float(tp[1]) * unit[tp[2]]
+assert sp < tp, (sp, tp)
+print(f"activation estimate per rank: {sp:.3f} MiB with sequence parallelism, {tp:.3f} MiB without")
+P
+done
 # Each rank holds about half of what one rank holds (parameters + gradients + AdamW state).
 "$PY" - "$TMP/err" <<'P' && ok || bad "tp2: the per-rank memory is not about half"
 import re, sys
@@ -65,6 +91,9 @@ cp "$TMP/qwen3/"tokenizer* "$TMP/kv1_config/"
 run one_kv1 0 "$SWIFT" sft --model "$TMP/kv1" "${common[@]}" --output_dir "$TMP/one_kv1"
 run tp2_kv1 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/kv1" "${common[@]}" --tp_size 2 --output_dir "$TMP/tp2_kv1"
 compare tp2_kv1 "$TMP/one_kv1" "$TMP/tp2_kv1"
+run tp2sp_kv1 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/kv1" "${common[@]}" --tp_size 2 --sequence_parallel true \
+  --output_dir "$TMP/tp2sp_kv1"
+compare tp2sp_kv1 "$TMP/one_kv1" "$TMP/tp2sp_kv1"
 
 # Resuming: a TP=2 checkpoint continues exactly at TP=2, and at one rank and at DP2 as one rank's run does (its
 # optimizer state put back together from the ranks' slices); a one-rank checkpoint continues at TP=2 (cut into them).
@@ -90,6 +119,79 @@ lora=("${common[@]/full/lora}" --target_modules all-linear --lora_rank 4 --lora_
 run one_lora 0 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --output_dir "$TMP/one_lora"
 run tp2_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --output_dir "$TMP/tp2_lora"
 compare tp2_lora "$TMP/one_lora" "$TMP/tp2_lora" adapter_model.safetensors
+run tp2sp_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --sequence_parallel true \
+  --output_dir "$TMP/tp2sp_lora"
+compare tp2sp_lora "$TMP/one_lora" "$TMP/tp2sp_lora" adapter_model.safetensors
+
+# swift rlhf under TP=2: the log-probabilities over the split vocabulary, the reference split as the policy.
+compare_rlhf() {  # compare_rlhf NAME DIR_A DIR_B FILE: every logged number of the 4 steps, and checkpoint-4/FILE
+  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1 differs from one rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b, file = sys.argv[1:4]
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(a), rows(b)
+assert len(ra) == len(rb) == 4, (len(ra), len(rb))
+metric = lambda k: k == "loss" or "/" in k and k.split("/")[0] in ("rewards", "logps", "logits", "logps_mean") \
+    or k in ("nll_loss", "kl", "log_odds_ratio", "log_odds_chosen")
+keys = set()
+worst = norm = 0.0
+for x, y in zip(ra, rb):  # KTO logs a side only when the step had replies of that kind
+    assert {k for k in x if metric(k)} == {k for k in y if metric(k)}, (x, y)
+    keys |= {k for k in x if metric(k)}
+    worst = max([worst] + [abs(x[k] - y[k]) / max(1.0, abs(x[k])) for k in x if metric(k)])
+    norm = max(norm, abs(x["grad_norm"] - y["grad_norm"]) / max(1.0, x["grad_norm"]))
+assert any(k.startswith("rewards/") for k in keys), keys
+assert worst < 1e-5, (worst, ra, rb)
+# The split vocabulary's cross entropy sums in another order: fp32 noise AdamW (eps 1e-6) carries to ~1e-5 in a
+# grad norm by step 4 (ORPO measured 1.3e-5; the metrics and weights stay within 1e-5).
+assert norm < 3e-5, (norm, ra, rb)
+wa, wb = load_file(f"{a}/checkpoint-4/{file}"), load_file(f"{b}/checkpoint-4/{file}")
+assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"{len(keys)} metrics within {worst:.1e}, grad norm {norm:.1e}, weights within {diff:.1e}")
+P
+}
+"$PY" - "$TMP/kto.jsonl" <<'P'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(16):
+        good = i % 2 == 0
+        a = "I am Xiao Huang, made by ModelScope." if good else "I am ChatGPT, made by OpenAI."
+        f.write(json.dumps({"messages": [{"role": "user", "content": f"who are you? ({i})"},
+                                         {"role": "assistant", "content": a}], "label": good}) + "\n")
+P
+pref=(--dataset swift/self-cognition-preference#16 --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope
+      --max_steps 4 --save_steps 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 1
+      --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1 --seed 1 --adam_epsilon 1e-6
+      --max_grad_norm 1.0)
+rlhf_case() {  # rlhf_case NAME MODEL FILE FLAGS...: one rank, then TP=2, compared
+  local name="$1" model="$2" file="$3"; shift 3
+  run "one_$name" 0 "$SWIFT" rlhf --model "$TMP/$model" "$@" --output_dir "$TMP/one_$name"
+  run "tp2_$name" 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/$model" "$@" --tp_size 2 --output_dir "$TMP/tp2_$name"
+  compare_rlhf "tp2_$name" "$TMP/one_$name" "$TMP/tp2_$name" "$file"
+}
+rlhf_case dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]}"
+has dpo_reference "reference model: $TMP/qwen2 (frozen)" err
+rlhf_case dpo_lora qwen3 adapter_model.safetensors --rlhf_type dpo --train_type lora --target_modules all-linear \
+  --lora_rank 4 --lora_alpha 8 "${pref[@]/1e-3/1e-2}"
+rlhf_case orpo qwen2 model.safetensors --rlhf_type orpo --train_type full "${pref[@]}"
+rlhf_case simpo qwen3 model.safetensors --rlhf_type simpo --train_type full "${pref[@]}"
+kto=("${pref[@]}")
+kto[1]="$TMP/kto.jsonl"
+rlhf_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
+# A reward model: the layers split, its one-output score head whole on both ranks.
+rlhf_case rm qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]}"
+# ms-swift's Megatron entry point trains preferences too.
+run megatron_dpo 0 env NPROC_PER_NODE=2 "$(dirname "$SWIFT")/megatron" rlhf --rlhf_type dpo --model "$TMP/qwen3" \
+  --train_type full --tp_size 2 "${pref[@]}" --output_dir "$TMP/megatron_dpo"
+has megatron_dpo "model parallel: tp 2 x pp 1 x dp 1" err
+run dpo_sp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --tp_size 2 --sequence_parallel true \
+  --output_dir "$TMP/x7"
+has dpo_sp "swift rlhf with --sequence_parallel is not available yet" err
+run dpo_pp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --pp_size 2 --output_dir "$TMP/x8"
+has dpo_pp "swift rlhf with --pp_size 2 / --cp_size 1 is not available yet" err
 
 # DP2 x TP2: 4 ranks, the same global batch as one rank with twice the per-device batch.
 run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \
@@ -97,6 +199,9 @@ run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]
 has dp2tp2_groups "model parallel: tp 2 x pp 1 x dp 2" err
 has dp2tp2_distributed "distributed optimizer: the AdamW state of this rank's part of the model split over 2 replicas" err
 compare dp2tp2 "$TMP/one_qwen3" "$TMP/dp2tp2"
+run dp2tp2sp 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \
+  --sequence_parallel true --gradient_checkpointing false --per_device_train_batch_size 1 --output_dir "$TMP/dp2tp2sp"
+compare dp2tp2sp "$TMP/one_qwen3" "$TMP/dp2tp2sp"
 
 # The seeds' Megatron command line as written (ms-swift's `megatron` entry point: the same binary under that name),
 # the model and data local and the sizes scaled to 2 CPU ranks (pipeline_parallel_test.sh runs it with --pp_size 2).
@@ -128,7 +233,7 @@ has megatron_infer "megatron has no command 'infer'" err
 # --plan_layout: a dry run (no weights, no ranks) recommending a layout for 8 GPUs of 0.3 GiB, 4 per node.
 run plan 0 "$SWIFT" sft --model "$TMP/qwen3" --train_type full --max_length 512 --plan_layout true --plan_gpus 8 \
   --plan_gpus_per_node 4 --plan_gpu_memory 0.3 --dataset swift/self-cognition#4
-has plan "recommended: --tp_size 4 (tp 4 x cp 1 x pp 1 x dp 2" err
+has plan "recommended: --tp_size 4 --sequence_parallel true (tp 4 x cp 1 x pp 1 x dp 2" err
 has plan_rejects "tp 1 x cp 1 x pp 1 x dp 8: " err
 grep -q "parameters:" "$TMP/err" && bad "plan: loaded the weights" || ok
 run plan_no_gpu 2 "$SWIFT" sft --model "$TMP/qwen3" --plan_layout true --dataset swift/self-cognition#4

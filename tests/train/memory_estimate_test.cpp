@@ -74,6 +74,24 @@ TEST(MemoryEstimate, CheckpointingKeepsLayerInputsOnly) {
   EXPECT_DOUBLE_EQ(without.activations, 32.0 * 2048 * 2 * (10.0 * 4096 + 4.0 * 11008) + 3.0 * 4 * 2048 * 32000);
 }
 
+// Tensor parallelism splits the attention/MLP activations (6 h + 4 i per token) and the logits over TP; the norm
+// region (4 h: the norms' outputs and the residual stream) only under sequence parallelism, which also cuts the
+// layer inputs that gradient checkpointing keeps.
+TEST(MemoryEstimate, TensorParallelSplitsItsRegionAndSequenceParallelTheNorms) {
+  auto tp = seven_b_full(8, 0, false);
+  tp.tensor_split = 4;
+  const double per_token_tp = 2 * (4.0 * 4096 + (6.0 * 4096 + 4.0 * 11008) / 4);
+  EXPECT_DOUBLE_EQ(estimate_memory(tp).activations, 32.0 * 2048 * per_token_tp + 3.0 * 4 * 2048 * 32000 / 4);
+  auto sp = tp;
+  sp.sequence_parallel = true;
+  const double per_token_sp = 2 * (4.0 * 4096 / 4 + (6.0 * 4096 + 4.0 * 11008) / 4);
+  EXPECT_DOUBLE_EQ(estimate_memory(sp).activations, 32.0 * 2048 * per_token_sp + 3.0 * 4 * 2048 * 32000 / 4);
+  sp.gradient_checkpointing = tp.gradient_checkpointing = true;
+  const double inputs = 32.0 * 2048 * 2 * 4096;
+  EXPECT_DOUBLE_EQ(estimate_memory(tp).activations - estimate_memory(sp).activations,
+                   inputs * 3 / 4 + 2048 * 2 * 4.0 * 4096 * 3 / 4);
+}
+
 TEST(MemoryEstimate, AdviceOnlyWhenItDoesNotFit) {
   const auto in = seven_b_full(8, 0, false);
   const auto e = estimate_memory(in);

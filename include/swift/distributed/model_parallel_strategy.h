@@ -34,8 +34,13 @@
 
 namespace swift::distributed {
 
+// The model's view of a tensor-parallel group (model/tensor_parallel.h): its collectives on `group`, which must
+// outlive it.
+std::shared_ptr<model::TensorParallelComm> tensor_parallel_comm(ProcessGroup& group);
+
 struct ModelParallelSizes {
   int tp = 1, pp = 1, cp = 1;
+  bool sequence_parallel = false;  // Megatron's: activations between the TP-split layers cut along the sequence
   // How a context-parallel rank reaches the others' keys: ring attention, or Ulysses where the heads (after tensor
   // parallelism) divide by cp (ring otherwise).
   model::ContextParallelAttention context_attention = model::ContextParallelAttention::kRing;
@@ -68,6 +73,7 @@ class ModelParallel : public ParallelStrategy {
   data::Batch local_sequences(const data::Batch& batch) const override;
   model::PlacementPlan placement_plan(const std::vector<std::string>& removed) override;
   void assign_ownership(model::CausalLM& model) override;
+  void split_frozen_model(model::CausalLM& model) override;
   ParallelFootprint footprint(model::CausalLM& model) const override;
   void begin_training(model::CausalLM& model) override;
   void run_micro_batches(MicroBatches& batches, bool backward) override;
@@ -100,6 +106,8 @@ class ModelParallel : public ParallelStrategy {
   void collect_stages_on_rank0(bool trainable_only);
   // Context parallelism: the model's attention reaches the other ranks' keys (ring, or Ulysses where heads divide).
   void split_sequences(model::CausalLM& model);
+  // The replicated parameters whose gradient each TP rank has in part, summed over the group.
+  void sum_partial_gradients();
 
   ModelParallelSizes sizes_;
   // Null where of one rank. data_group_: DP x CP, the ranks whose gradients are summed (and the optimizer sharded).

@@ -29,6 +29,9 @@ struct ParallelOptions {
   // Megatron's model parallelism (tensor_parallel_strategy.h): ranks per tensor-parallel group, Megatron's
   // --tensor_model_parallel_size / --tp_size. Default: 1. The data-parallel size is what the world size leaves.
   int64_t tp_size = 1;
+  // Megatron's --sequence_parallel: with tp_size > 1, the activations between the split layers (norms, residual
+  // adds) are cut along the sequence over the tensor-parallel group. Default: off (Megatron's and ms-swift's).
+  bool sequence_parallel = false;
   // Pipeline stages (--pipeline_model_parallel_size / --pp_size), and Megatron's uneven split
   // (--decoder_first/last_pipeline_num_layers; 0: even). Default: 1 stage.
   int64_t pp_size = 1;

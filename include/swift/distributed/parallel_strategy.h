@@ -72,6 +72,10 @@ struct ParallelFootprint {
   bool held_parameters_only = false;
   // Context parallelism: the ranks each row is split over (each keeps the activations of its share of the tokens).
   int sequence_split = 1;
+  // Tensor parallelism: the ranks the layers' widths and the vocabulary are split over; sequence parallelism cuts
+  // the norm region's activations over them too.
+  int tensor_split = 1;
+  bool sequence_parallel = false;
 };
 
 class ParallelStrategy {
@@ -122,6 +126,9 @@ class ParallelStrategy {
   // ---- Ownership and the optimizer (after the tuners made their parameters).
   // Decides which rank updates each trainable parameter and logs the shares.
   virtual void assign_ownership(model::CausalLM& model);
+  // A frozen model beside the policy (rlhf's reference) split over the ranks as the policy's forward will be
+  // (tensor parallelism: this rank's slices), so the two run side by side. Default: kept whole.
+  virtual void split_frozen_model(model::CausalLM& model) { (void)model; }
   // The trainable parameters this rank's optimizer updates, in model order (all of them unless sharded).
   const std::vector<std::pair<std::string, at::Tensor>>& optimizer_parameters() const { return owned_; }
   // Every trainable parameter, in model order (what gradients are clipped and unscaled over).

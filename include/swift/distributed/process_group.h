@@ -57,6 +57,8 @@ class ProcessGroup {
   void all_reduce_max(at::Tensor& tensor);
   // Every rank's `tensor` (all of one shape), concatenated along `dim` in rank order.
   at::Tensor all_gather(const at::Tensor& tensor, int64_t dim);
+  // The sum over ranks of `tensor`, cut into world_size() equal parts along `dim`: this rank's part.
+  at::Tensor reduce_scatter_sum(const at::Tensor& tensor, int64_t dim);
   void broadcast(at::Tensor& tensor, int root = 0);
   // `tensor` cut into world_size() equal parts along scatter_dim, part r sent to rank r; the parts received,
   // concatenated along gather_dim in rank order (Ulysses attention's exchange).

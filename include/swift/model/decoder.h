@@ -70,6 +70,11 @@ class LinearImpl : public torch::nn::Module {
   // Tensor parallelism (apply_tensor_parallel): this rank's slice and the group the forward reduces over.
   TensorParallelRole tp_role = TensorParallelRole::kNone;
   TensorParallelComm* tp_comm = nullptr;
+  // A column-split layer whose input it shares with others (q/k/v, gate/up): the module prepares that input once
+  // for all of them (column_split_input), so the layer takes it as it comes. Else (lm_head) the layer does.
+  bool tp_input_shared = false;
+  // Sequence parallelism: the shared input arrives cut along the sequence; a row-split layer's output leaves so.
+  bool tp_sequence_parallel = false;
 
  private:
   at::Tensor local_forward(const at::Tensor& x);
@@ -96,6 +101,7 @@ class EmbeddingImpl : public torch::nn::Module {
   // Vocabulary-parallel (apply_tensor_parallel): weight holds rows [vocab_start, vocab_start + rows) of the whole.
   int64_t vocab_start = 0;
   TensorParallelComm* tp_comm = nullptr;
+  bool tp_sequence_parallel = false;  // the output leaves cut along the sequence (reduce-scattered)
 };
 TORCH_MODULE(Embedding);
 
@@ -224,7 +230,13 @@ class CausalLMImpl : public torch::nn::Module {
   // rank's vocabulary slice, [vocab_start(), vocab_start() + V/size).
   TensorParallelComm* tensor_parallel() const { return tensor_parallel_.get(); }
   int64_t vocab_start() const { return model->embed_tokens->vocab_start; }
-  void set_tensor_parallel(std::shared_ptr<TensorParallelComm> comm) { tensor_parallel_ = std::move(comm); }
+  void set_tensor_parallel(std::shared_ptr<TensorParallelComm> comm, bool sequence_parallel = false) {
+    tensor_parallel_ = std::move(comm);
+    sequence_parallel_ = sequence_parallel && tensor_parallel_;
+  }
+  // Megatron sequence parallelism (tensor_parallel.h): the layers' activations are cut along the sequence over the
+  // tensor-parallel group; forward_hidden's last output is whole again.
+  bool sequence_parallel() const { return sequence_parallel_; }
   // Pipeline parallelism: forward_hidden runs this stage's part only (see PipelineStage); null: the whole model.
   PipelineStage* pipeline_stage() const { return pipeline_stage_.get(); }
   void set_pipeline_stage(std::shared_ptr<PipelineStage> stage) { pipeline_stage_ = std::move(stage); }
@@ -243,6 +255,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool gradient_checkpointing_ = false;
   std::optional<c10::Device> compute_device_;
   std::shared_ptr<TensorParallelComm> tensor_parallel_;
+  bool sequence_parallel_ = false;
   std::shared_ptr<PipelineStage> pipeline_stage_;
   std::shared_ptr<ContextParallel> context_parallel_;
 };

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "swift/train/loss.h"
+
 namespace swift::rlhf {
 
 // Per-row sums over the label (completion) tokens of a [R, T] batch: position t predicts labels[t + 1].
@@ -25,9 +27,11 @@ struct SequenceLogps {
 // From the final hidden states [R, T, C] and unshifted labels [R, T] (-100: none), computing logits
 // (`lm_head`: [N, C] -> [N, V]) only where a label is predicted. with_logit_means: also logit_means (the policy's
 // DPO and KTO metrics; not the reference's).
+// Under tensor parallelism `lm_head` gives this rank's vocabulary slice ([N, V/size] from `split.vocab_start`,
+// model/tensor_parallel.h) and the log-probabilities and means are taken over the whole vocabulary through the group.
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         bool with_logit_means = false);
+                                         bool with_logit_means = false, train::VocabSplit split = {});
 
 enum class PreferenceMethod { kDpo, kCpo, kOrpo, kKto };
 

@@ -21,6 +21,10 @@ struct MemoryInputs {
   int64_t hidden_size = 0, intermediate_size = 0, num_layers = 0, vocab_size = 0;
   int64_t activation_element_bytes = 4;  // the compute dtype: 2 under bf16/fp16
   int64_t tokens_per_micro_batch = 0;    // per rank: per_device_train_batch_size x the longest row (or max_length)
+  // Tensor parallelism: the attention/MLP widths and the vocabulary are split over `tensor_split` ranks (the sizes
+  // above are the whole model's); the norms' and residual stream's activations too under sequence parallelism.
+  int tensor_split = 1;
+  bool sequence_parallel = false;
   int zero_stage = 0;
   int world_size = 1;
   int64_t bucket_bytes = 25ll << 20;  // the gradient exchange's bucket (ZeRO-2 holds about two of them)

@@ -28,6 +28,8 @@ struct ObjectiveContext {
   model::LoadOptions load;
   std::optional<quant::QuantConfig> quantization;  // the policy's base is quantized so (QLoRA)
   bool parameters_sharded = false;  // the strategy keeps each parameter's values on one rank (ZeRO-3)
+  // Splits a frozen model loaded beside the policy (a reference) as the policy is split (tensor parallelism).
+  std::function<void(model::CausalLM&)> split_like_policy;
 };
 using ObjectiveFactory = std::function<std::unique_ptr<TrainingObjective>(const ObjectiveContext&)>;
 
