@@ -25,14 +25,20 @@ at::Tensor LoraLinear::adapted_weight(const at::Tensor& weight) const {
 
 namespace {
 // The DoRA paper (section 4.3) and PEFT treat the norm as a constant in backward: no graph is recorded.
-at::Tensor row_norm_without_grad(const LoraLinear& lora, const at::Tensor& weight) {
+at::Tensor row_norm_without_grad(const LoraLinear& lora, const model::LinearImpl& base, const at::Tensor& weight) {
   at::NoGradGuard no_grad;
-  return at::linalg_vector_norm(lora.adapted_weight(weight), 2, {1});  // [out]
+  const at::Tensor adapted = lora.adapted_weight(weight);
+  if (base.tp_role != model::TensorParallelRole::kRow) return at::linalg_vector_norm(adapted, 2, {1});  // [out]
+  // Split by its input over the tensor-parallel group: this rank holds some columns of every row, so the rows'
+  // squares are summed over the group.
+  at::Tensor squares = adapted.pow(2).sum(1);
+  base.tp_comm->all_reduce_sum(squares);
+  return squares.sqrt();
 }
 }  // namespace
 
 at::Tensor LoraLinear::weight_norm(const model::LinearImpl& base, c10::ScalarType dtype) const {
-  return row_norm_without_grad(*this, base.dense_weight(dtype));
+  return row_norm_without_grad(*this, base, base.dense_weight(dtype));
 }
 
 at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
@@ -48,7 +54,7 @@ at::Tensor LoraLinear::forward(model::LinearImpl& base, const at::Tensor& x) {
     return y + (lora * scaling).to(y.scalar_type());
   }
   const at::Tensor w = base.dense_weight(h.scalar_type());  // once: for the norm and, with dropout, x' W^T
-  auto scale = magnitude / row_norm_without_grad(*this, w);  // [out]
+  auto scale = magnitude / row_norm_without_grad(*this, base, w);  // [out]
   // x W^T, the part of the base output DoRA rescales. Without dropout it is the base output less its bias (PEFT
   // reuses it rather than recomputing); with dropout PEFT recomputes it from the dropped input, in the branch's
   // dtype, so the rescaled base term sees the same x' as the LoRA term while y keeps the full x.
@@ -74,11 +80,12 @@ void LoraLinear::split_for_tensor_parallel(model::TensorParallelRole role, model
     split.partial_gradients.push_back(lora_A->weight);
     return;
   }
-  SWIFT_CHECK(!use_dora(), UsageError,
-              "DoRA on " + prefix + ", a layer split by its input over the tensor-parallel ranks, is not built yet",
-              "train LoRA (--train_type lora) with --tp_size, or DoRA with --tp_size 1");
+  // Split by its input: A's columns here, B whole. Each rank's output is a partial sum, DoRA's rescaling included
+  // (it is linear in x W^T and the LoRA term once the whole rows' norm is known), so B's and the magnitude's
+  // gradients are partial.
   split.sharded.push_back(model::keep_tensor_parallel_slice(prefix + ".lora_A.weight", lora_A->weight, 1, comm));
   split.partial_gradients.push_back(lora_B->weight);
+  if (use_dora()) split.partial_gradients.push_back(magnitude);
 }
 
 }  // namespace swift::tuners

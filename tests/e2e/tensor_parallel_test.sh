@@ -18,8 +18,9 @@
 #    sequence parallelism in rlhf stop with exit 2;
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
 #  - --plan_layout recommends a layout for given GPUs without loading the model;
-#  - sizes that do not divide the ranks or the model, and what is not built yet (DoRA on row-split layers,
-#    --cp_size), stop with exit 2, naming the flag or the layer.
+#  - DoRA on every linear layer under TP=2 (the row-split layers' norms over the group) equals one rank;
+#  - sizes that do not divide the ranks or the model, and what is not built yet (--ep_size), stop with exit 2,
+#    naming the flag or the layer.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -122,6 +123,11 @@ compare tp2_lora "$TMP/one_lora" "$TMP/tp2_lora" adapter_model.safetensors
 run tp2sp_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --sequence_parallel true \
   --output_dir "$TMP/tp2sp_lora"
 compare tp2sp_lora "$TMP/one_lora" "$TMP/tp2sp_lora" adapter_model.safetensors
+# DoRA: on the row-split o_proj/down_proj the rows' norms sum their squares over the group; the magnitude whole.
+run one_dora 0 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --use_dora true --output_dir "$TMP/one_dora"
+run tp2_dora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --use_dora true --tp_size 2 \
+  --output_dir "$TMP/tp2_dora"
+compare tp2_dora "$TMP/one_dora" "$TMP/tp2_dora" adapter_model.safetensors
 
 # swift rlhf under TP=2: the log-probabilities over the split vocabulary, the reference split as the policy.
 compare_rlhf() {  # compare_rlhf NAME DIR_A DIR_B FILE: every logged number of the 4 steps, and checkpoint-4/FILE
@@ -246,9 +252,6 @@ run dp_mismatch 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${comm
 has dp_mismatch "--dp_size 2 x --tp_size 2 x --pp_size 1 is not the 2 ranks started" err
 run ep2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --ep_size 2 --output_dir "$TMP/x3"
 has ep2 "--expert_model_parallel_size 2 is not available in swift yet" err
-run tp_dora 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]/full/lora}" --use_dora true --tp_size 2 \
-  --output_dir "$TMP/x4"
-has tp_dora "DoRA on model.layers.0.self_attn.o_proj, a layer split by its input" err
 "$PY" - "$TMP/qwen3/config.json" "$TMP/heads3/config.json" <<'P'
 import json, os, sys
 c = json.load(open(sys.argv[1])); c["num_attention_heads"] = 6; c["num_key_value_heads"] = 3

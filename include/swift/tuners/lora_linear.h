@@ -22,8 +22,8 @@ class LoraLinear : public model::LinearAdapter {
   // never rescaled.
   at::Tensor forward(model::LinearImpl& base, const at::Tensor& x) override;
   // Column-split layer: B's rows (and DoRA's magnitude) split with the layer's, A whole on every rank with a partial
-  // gradient. Row-split layer: A's columns split, B whole with a partial gradient; DoRA there is not built yet (its
-  // norm spans the split input).
+  // gradient. Row-split layer: A's columns split, B (and DoRA's magnitude) whole with a partial gradient; DoRA's
+  // row norms there sum their squares over the group.
   void split_for_tensor_parallel(model::TensorParallelRole role, model::TensorParallelComm& comm,
                                  const std::string& prefix, model::TensorParallelSplit& split) override;
 
