@@ -319,6 +319,17 @@ ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
   f.sequence_split = sizes_.cp;
   f.tensor_split = sizes_.tp;
   f.sequence_parallel = sizes_.sequence_parallel;
+  if (sizes_.pp > 1) {  // 1F1B keeps the activations of up to p - s micro-batches (interleaved: counted) per stage
+    int64_t chunk_layers = 0;
+    for (int c = 0; c < sizes_.virtual_stages; ++c) {
+      const size_t v = static_cast<size_t>(c * sizes_.pp + pp_rank());
+      chunk_layers = std::max(chunk_layers, layer_begin_[v + 1] - layer_begin_[v]);
+    }
+    const int stage = pp_rank(), stages = sizes_.pp, chunks = sizes_.virtual_stages;
+    f.activation_layers = [=](int64_t micro_batches) {
+      return chunk_layers * pipeline_peak_live_passes(stage, stages, chunks, micro_batches);
+    };
+  }
   if (shards_optimizer_over_replicas()) f.zero_stage = 1;
   return f;
 }

@@ -107,6 +107,17 @@ std::vector<PipelinePass> interleaved_one_forward_one_backward(int stage, int st
   return passes;
 }
 
+int64_t pipeline_peak_live_passes(int stage, int stages, int chunks, int64_t micro_batches) {
+  const auto passes = chunks > 1 ? interleaved_one_forward_one_backward(stage, stages, chunks, micro_batches)
+                                 : one_forward_one_backward(stage, stages, micro_batches);
+  int64_t live = 0, peak = 0;
+  for (const auto& pass : passes) {
+    live += pass.forward ? 1 : -1;
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 double pipeline_bubble_fraction(int stages, int64_t micro_batches, int chunks) {
   return static_cast<double>(stages - 1) / static_cast<double>(chunks * micro_batches + stages - 1);
 }

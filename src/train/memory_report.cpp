@@ -34,7 +34,8 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   const auto& config = model->config();
   in.hidden_size = config.hidden_size;
   in.intermediate_size = config.intermediate_size;
-  in.num_layers = config.num_hidden_layers;
+  // Whose activations this rank holds: every layer once, or a pipeline stage's layers for each pass in flight.
+  in.num_layers = f.activation_layers ? f.activation_layers(r.micro_batches) : config.num_hidden_layers;
   in.vocab_size = config.vocab_size;
   const c10::ScalarType compute = r.autocast ? *r.autocast : model->parameters().front().scalar_type();
   in.activation_element_bytes = static_cast<int64_t>(c10::elementSize(compute));

@@ -191,7 +191,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   const auto optimizer = make_optimizer(options.optimizer, policy.model, *parallel);
   log_memory_estimate({policy.model, *objective, *parallel, options.tuner.adapter(), policy.quantization.has_value(),
                        options.model.autocast, batch, data.longest_example, max_length, options.model.gradient_checkpointing,
-                       optimizer.get()});
+                       optimizer.get(), plan.accumulation});
   std::optional<GradScaler> scaler;  // float16: dynamic loss scaling
   if (options.model.loss_scaling) scaler.emplace(GradScalerOptions{}, policy.model->device());
   GradScaler* const loss_scaler = scaler ? &*scaler : nullptr;

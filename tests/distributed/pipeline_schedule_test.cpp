@@ -145,5 +145,15 @@ TEST(InterleavedOneForwardOneBackward, NeverDeadlocksAndShrinksTheBubble) {
       }
 }
 
+// What the memory estimate multiplies a stage's activations by: p - s passes under 1F1B (fewer with fewer
+// micro-batches); interleaved, Megatron's warm-up of (p - s - 1) x 2 + (v - 1) x p chunk passes, plus one.
+TEST(PipelinePeakLivePasses, OneForwardOneBackwardAndInterleaved) {
+  EXPECT_EQ(pipeline_peak_live_passes(0, 4, 1, 8), 4);
+  EXPECT_EQ(pipeline_peak_live_passes(3, 4, 1, 8), 1);
+  EXPECT_EQ(pipeline_peak_live_passes(0, 4, 1, 2), 2);
+  EXPECT_EQ(pipeline_peak_live_passes(0, 2, 2, 4), (2 - 0 - 1) * 2 + (2 - 1) * 2 + 1);
+  EXPECT_EQ(pipeline_peak_live_passes(1, 2, 2, 4), (2 - 1 - 1) * 2 + (2 - 1) * 2 + 1);
+}
+
 }  // namespace
 }  // namespace swift::distributed

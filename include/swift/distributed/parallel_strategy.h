@@ -24,6 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -76,6 +77,9 @@ struct ParallelFootprint {
   // the norm region's activations over them too.
   int tensor_split = 1;
   bool sequence_parallel = false;
+  // Pipeline stages: whose activations this rank holds at once, in decoder layers (its chunks' layers times the
+  // schedule's live passes, pipeline_activation_layers); 0: every layer of the model once.
+  std::function<int64_t(int64_t micro_batches)> activation_layers;
 };
 
 class ParallelStrategy {

@@ -42,6 +42,10 @@ std::vector<PipelinePass> one_forward_one_backward(int stage, int stages, int64_
 // micro_batches is not a multiple of stages.
 std::vector<PipelinePass> interleaved_one_forward_one_backward(int stage, int stages, int chunks, int64_t micro_batches);
 
+// The most chunk passes whose activations stage `stage` holds at once (forwards run, backwards not yet) over its
+// schedule: min(p - s, m) for plain 1F1B; with chunks, counted from the interleaved order.
+int64_t pipeline_peak_live_passes(int stage, int stages, int chunks, int64_t micro_batches);
+
 // The schedule's idle share of a step: (p - 1) / (v m + p - 1), v = chunks per rank (1: plain 1F1B).
 double pipeline_bubble_fraction(int stages, int64_t micro_batches, int chunks = 1);
 

@@ -25,6 +25,7 @@ struct MemoryReportInputs {
   int64_t max_length = 0;                    // --max_length resolved against the model
   bool gradient_checkpointing = true;
   const Optimizer* optimizer = nullptr;      // its planned state against AdamW's; nullptr: AdamW
+  int64_t micro_batches = 1;                 // per optimizer step (a pipeline keeps several in flight)
 };
 
 void log_memory_estimate(const MemoryReportInputs& in);
