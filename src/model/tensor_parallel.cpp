@@ -47,13 +47,20 @@ struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
 // Sequence parallelism's exchanges along the sequence dimension of [B, T, C].
 constexpr int64_t kSequenceDim = 1;
 
+// All-gather along the sequence. Backward: the gradient reduce-scattered when each rank holds a partial one (the
+// input of column-split layers), or this rank's part kept when every rank holds it whole (the head's input).
 struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm, bool sum_gradient) {
     ctx->saved_data["comm"] = comm;
+    ctx->saved_data["sum_gradient"] = sum_gradient;
     return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    return {comm_of(ctx)->reduce_scatter_sum(grads[0].contiguous(), kSequenceDim), at::Tensor()};
+    TensorParallelComm* comm = comm_of(ctx);
+    const at::Tensor g = grads[0].contiguous();
+    if (ctx->saved_data["sum_gradient"].toBool()) return {comm->reduce_scatter_sum(g, kSequenceDim), at::Tensor(), at::Tensor()};
+    const int64_t part = g.size(kSequenceDim) / comm->size();
+    return {g.narrow(kSequenceDim, comm->rank() * part, part).contiguous(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -64,18 +71,6 @@ struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     return {comm_of(ctx)->all_gather(grads[0].contiguous(), kSequenceDim), at::Tensor()};
-  }
-};
-
-struct GatherForHead : torch::autograd::Function<GatherForHead> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
-    ctx->saved_data["comm"] = comm;
-    return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    TensorParallelComm* comm = comm_of(ctx);
-    const int64_t part = grads[0].size(kSequenceDim) / comm->size();
-    return {grads[0].narrow(kSequenceDim, comm->rank() * part, part).contiguous(), at::Tensor()};
   }
 };
 
@@ -112,7 +107,7 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& 
 }
 
 at::Tensor gather_from_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
-  return GatherFromSequence::apply(x, handle(comm));
+  return GatherFromSequence::apply(x, handle(comm), /*sum_gradient=*/true);
 }
 
 at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
@@ -120,7 +115,7 @@ at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm&
 }
 
 at::Tensor gather_sequence_for_head(const at::Tensor& x, TensorParallelComm& comm) {
-  return GatherForHead::apply(x, handle(comm));
+  return GatherFromSequence::apply(x, handle(comm), /*sum_gradient=*/false);
 }
 
 std::string tensor_parallel_problem(const ModelConfig& c, int size) {
