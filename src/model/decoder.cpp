@@ -383,7 +383,8 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   if (args.cache) args.cache->length = S;
   if (stage && !stage->last) return x;
   x = model->norm(x);
-  return sequence_parallel_ ? gather_sequence_for_head(x, *tensor_parallel_) : x;
+  // Whole rows for the head; the gather's backward sums the vocabulary slices' gradients (logits() adds none).
+  return sequence_parallel_ ? gather_from_sequence_parallel(x, *tensor_parallel_) : x;
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
@@ -391,7 +392,8 @@ at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
               "generate or fine-tune with its causal LM folder; score with swift infer --val_dataset");
   if (lm_head) return lm_head(hidden);
   const at::Tensor& tied = model->embed_tokens->weight;
-  if (tensor_parallel_) return at::linear(copy_to_tensor_parallel(hidden, *tensor_parallel_), tied);  // this rank's vocabulary
+  if (tensor_parallel_)  // this rank's vocabulary; under sequence parallelism forward_hidden's gather sums the gradient
+    return at::linear(sequence_parallel_ ? hidden : copy_to_tensor_parallel(hidden, *tensor_parallel_), tied);
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(tied))
     return sharded_linear(hidden, tied, at::Tensor(), *sharding);  // ZeRO-3: gathered again for the head
   return at::linear(hidden, tied);

@@ -47,20 +47,13 @@ struct ReduceFromGroup : torch::autograd::Function<ReduceFromGroup> {
 // Sequence parallelism's exchanges along the sequence dimension of [B, T, C].
 constexpr int64_t kSequenceDim = 1;
 
-// All-gather along the sequence. Backward: the gradient reduce-scattered when each rank holds a partial one (the
-// input of column-split layers), or this rank's part kept when every rank holds it whole (the head's input).
 struct GatherFromSequence : torch::autograd::Function<GatherFromSequence> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm, bool sum_gradient) {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
     ctx->saved_data["comm"] = comm;
-    ctx->saved_data["sum_gradient"] = sum_gradient;
     return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    TensorParallelComm* comm = comm_of(ctx);
-    const at::Tensor g = grads[0].contiguous();
-    if (ctx->saved_data["sum_gradient"].toBool()) return {comm->reduce_scatter_sum(g, kSequenceDim), at::Tensor(), at::Tensor()};
-    const int64_t part = g.size(kSequenceDim) / comm->size();
-    return {g.narrow(kSequenceDim, comm->rank() * part, part).contiguous(), at::Tensor(), at::Tensor()};
+    return {comm_of(ctx)->reduce_scatter_sum(grads[0].contiguous(), kSequenceDim), at::Tensor()};
   }
 };
 
@@ -107,15 +100,11 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& 
 }
 
 at::Tensor gather_from_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
-  return GatherFromSequence::apply(x, handle(comm), /*sum_gradient=*/true);
+  return GatherFromSequence::apply(x, handle(comm));
 }
 
 at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm) {
   return ScatterToSequence::apply(x, handle(comm));
-}
-
-at::Tensor gather_sequence_for_head(const at::Tensor& x, TensorParallelComm& comm) {
-  return GatherFromSequence::apply(x, handle(comm), /*sum_gradient=*/false);
 }
 
 std::string tensor_parallel_problem(const ModelConfig& c, int size) {
@@ -188,10 +177,10 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
   embed->tp_sequence_parallel = sequence_parallel;
   // A sequence classifier's score head (num_labels outputs) stays whole on every rank: its input, the last hidden
   // states, is whole and the same on every rank, and so is its gradient (nothing to sum).
-  if (model->lm_head) {  // its input is whole again (forward_hidden gathers the last hidden states)
+  if (model->lm_head) {  // under sequence parallelism forward_hidden's gather prepares its input (see logits())
     split("lm_head", model->lm_head, TensorParallelRole::kColumn);
     model->lm_head->tp_sequence_parallel = false;
-    model->lm_head->tp_input_shared = false;
+    model->lm_head->tp_input_shared = sequence_parallel;
   }
   model->set_tensor_parallel(std::move(comm), sequence_parallel);
   return out;

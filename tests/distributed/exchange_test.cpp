@@ -377,8 +377,7 @@ at::Tensor values_of(int rank, int64_t T, double scale) {
 }
 
 // Each exchange and its backward against the same arithmetic done on whole tensors: gather (all-gather forward,
-// reduce-scatter backward), scatter (reduce-scatter forward, all-gather backward) and the gather before the head
-// (its backward keeps this rank's part of a gradient every rank holds whole).
+// reduce-scatter backward) and scatter (reduce-scatter forward, all-gather backward).
 TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
   on_two_ranks([](ProcessGroup& group) {
     const auto shared = tensor_parallel_comm(group);  // as the model-parallel strategy gives it to the model
@@ -402,13 +401,6 @@ TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
     const at::Tensor v0 = values_of(0, 2, 0.5), v1 = values_of(1, 2, 0.25);
     (part * (r == 0 ? v0 : v1)).sum().backward();
     EXPECT_TRUE(at::equal(z.grad(), at::cat({v0, v1}, 1)));
-
-    // Before the head: the gradient arrives whole and equal on every rank; each keeps its own part.
-    at::Tensor h = mine.clone().requires_grad_(true);
-    const at::Tensor rows = model::gather_sequence_for_head(h, comm);
-    EXPECT_TRUE(at::equal(rows, whole));
-    (rows * w0).sum().backward();
-    EXPECT_TRUE(at::equal(h.grad(), w0.narrow(1, 2 * r, 2)));
   });
 }
 

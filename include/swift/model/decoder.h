@@ -235,7 +235,8 @@ class CausalLMImpl : public torch::nn::Module {
     sequence_parallel_ = sequence_parallel && tensor_parallel_;
   }
   // Megatron sequence parallelism (tensor_parallel.h): the layers' activations are cut along the sequence over the
-  // tensor-parallel group; forward_hidden's last output is whole again.
+  // tensor-parallel group; forward_hidden's last output is whole again, gathered so that its gradient is summed over
+  // the group: the head (logits()) is then its only differentiable consumer.
   bool sequence_parallel() const { return sequence_parallel_; }
   // Pipeline parallelism: forward_hidden runs this stage's part only (see PipelineStage); null: the whole model.
   PipelineStage* pipeline_stage() const { return pipeline_stage_.get(); }

@@ -13,7 +13,8 @@
 // a column-parallel input is gathered (gather_from_sequence_parallel: all-gather forward, reduce-scatter backward),
 // a row-parallel output is reduce-scattered (scatter_to_sequence_parallel: reduce-scatter forward, all-gather
 // backward) instead of all-reduced, and so is the embedding's. The last norm's output is gathered back to whole rows
-// for the head (gather_sequence_for_head). Every norm's gradient is then partial (its rank's tokens only).
+// for the head the same way: the gather's backward sums the vocabulary slices' partial gradients, so the head adds
+// no exchange of its own. Every norm's gradient is then partial (its rank's tokens only).
 // The group itself is the distributed area's (TensorParallelComm is how the model sees it).
 #pragma once
 
@@ -45,13 +46,10 @@ at::Tensor copy_to_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm
 // All-reduce (sum) forward, identity backward (Megatron's g).
 at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm);
 // Sequence parallelism, on [B, T, C] split along T (dim 1) in rank order:
-// all-gather forward, reduce-scatter backward (the input of a column-parallel layer);
+// all-gather forward, reduce-scatter backward (the input of column-parallel layers, the head's included);
 at::Tensor gather_from_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm);
-// reduce-scatter forward, all-gather backward (the partial outputs of a row-parallel layer or the embedding);
+// reduce-scatter forward, all-gather backward (the partial outputs of a row-parallel layer or the embedding).
 at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm);
-// all-gather forward, this rank's part of the (already whole) gradient backward: the last hidden states for the
-// head, whose own input path sums the gradient over the group.
-at::Tensor gather_sequence_for_head(const at::Tensor& x, TensorParallelComm& comm);
 
 // What keeps `config` from being split over `size` ranks ("" when nothing): heads, MLP width and vocabulary must
 // divide; KV heads divide, or (fewer KV heads than ranks: k/v_proj kept whole on every rank, Megatron's
