@@ -35,7 +35,7 @@ void print_usage() {
 
 // Started as `megatron` (the same binary under ms-swift's other entry point's name): its commands train, with the
 // same flags (Megatron's spellings are aliases: --tp_size, --micro_batch_size, --use_bf16, ...).
-const std::set<std::string> kMegatronCommands = {"sft", "pt", "rlhf"};
+const std::set<std::string> kMegatronCommands = {"sft", "pt", "rlhf", "export"};
 
 bool started_as_megatron(const char* argv0) { return std::filesystem::path(argv0).filename() == "megatron"; }
 
@@ -44,7 +44,7 @@ int run(int argc, char** argv) {
   if (started_as_megatron(argv[0]) && !args.empty() && args[0].rfind("-", 0) != 0 && args[0] != "help" &&
       kMegatronCommands.count(args[0]) == 0)
     throw swift::UsageError("megatron has no command '" + args[0] + "'",
-                            "megatron runs sft, pt and rlhf; 'swift " + args[0] + "' runs the others");
+                            "megatron runs sft, pt, rlhf and export; 'swift " + args[0] + "' runs the others");
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() < 2) {
       print_usage();

@@ -4,6 +4,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 
 #include "swift/core/atomic_write.h"
 #include "swift/core/error.h"
+#include "swift/io/model_parallel_files.h"
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;  // ordered: the index lists weights in shard order, as huggingface_hub does
@@ -163,6 +165,8 @@ SafetensorsFolder SafetensorsFolder::open(const fs::path& dir) {
       }
       folder.add(std::move(file));
     }
+  } else if (path_exists(dir / kModelParallelIndex)) {
+    folder.add_model_parallel_parts(dir);
   } else if (path_exists(dir / kSingleName)) {
     folder.add(SafetensorsFile::open(dir / kSingleName));
   } else {
@@ -191,6 +195,71 @@ void SafetensorsFolder::add(std::shared_ptr<SafetensorsFile> file) {
   files_.push_back(std::move(file));
 }
 
+void SafetensorsFolder::add_model_parallel_parts(const fs::path& dir) {
+  const std::string index_path = (dir / kModelParallelIndex).string();
+  const std::string hint = "copy every mp_rank_*.safetensors of that checkpoint, or use another one";
+  struct Piece {
+    size_t file;
+    TensorPart part;
+  };
+  std::map<std::string, std::vector<Piece>> pieces;
+  for (const auto& name : read_model_parallel_index(dir)) {
+    const fs::path path = dir / name;
+    SWIFT_CHECK(path_exists(path), DataError, index_path + " lists " + name + ", which is missing from " + dir.string(), hint);
+    auto file = SafetensorsFile::open(path);
+    const auto parts = read_tensor_parts(*file);
+    for (const auto& [tensor, part] : parts) pieces[tensor].push_back({files_.size(), part});
+    std::vector<TensorEntry> whole;
+    for (const auto& entry : file->entries())
+      if (!parts.count(entry.name)) whole.push_back(entry);
+    for (const auto& entry : whole) {
+      const auto [it, inserted] = where_.emplace(entry.name, files_.size());
+      SWIFT_CHECK(inserted, DataError,
+                  "tensor '" + entry.name + "' is in both " + files_[it->second]->path().string() + " and " + path.string(),
+                  "the checkpoint is damaged (parts of different saves?); use another one");
+    }
+    files_.push_back(std::move(file));
+  }
+  for (auto& [name, list] : pieces) {
+    SWIFT_CHECK(!where_.count(name), DataError,
+                "tensor '" + name + "' is both whole in " + files_[where_.at(name)]->path().string() + " and split in " +
+                    files_[list.front().file]->path().string(),
+                "the checkpoint is damaged (parts of different saves?); use another one");
+    std::sort(list.begin(), list.end(), [](const Piece& a, const Piece& b) { return a.part.start < b.part.start; });
+    Split split;
+    split.dim = list.front().part.dim;
+    split.whole = files_[list.front().file]->entry(name);
+    const auto d = static_cast<size_t>(split.dim);
+    int64_t covered = 0;
+    for (const auto& piece : list) {
+      const TensorEntry& e = files_[piece.file]->entry(name);
+      auto expected = split.whole.shape;
+      expected[d] = e.shape.size() > d ? e.shape[d] : -1;
+      SWIFT_CHECK(piece.part.dim == split.dim && piece.part.whole == list.front().part.whole &&
+                      e.dtype == split.whole.dtype && e.shape == expected,
+                  DataError,
+                  files_[piece.file]->path().string() + "'s part of '" + name + "' does not fit " +
+                      files_[list.front().file]->path().string() + "'s (another dimension, dtype or shape)",
+                  "the checkpoint is damaged (parts of different saves?); use another one");
+      SWIFT_CHECK(piece.part.start == covered, DataError,
+                  "'" + name + "' along dimension " + std::to_string(split.dim) + ": " +
+                      (piece.part.start < covered ? "[" + std::to_string(piece.part.start) + ", ...) is in two part files"
+                                                  : "[" + std::to_string(covered) + ", " + std::to_string(piece.part.start) + ") is in no part file") +
+                      " of " + dir.string(),
+                  hint);
+      covered += e.shape[d];
+      split.files.push_back(piece.file);
+    }
+    SWIFT_CHECK(covered == list.front().part.whole, DataError,
+                "'" + name + "' along dimension " + std::to_string(split.dim) + ": [" + std::to_string(covered) + ", " +
+                    std::to_string(list.front().part.whole) + ") is in no part file of " + dir.string(),
+                hint);
+    split.whole.shape[d] = covered;
+    split.whole.begin = split.whole.end = 0;
+    split_.emplace(name, std::move(split));
+  }
+}
+
 bool SafetensorsFolder::has_weights(const fs::path& dir) {
   if (path_exists(dir / kIndexName) || path_exists(dir / kSingleName)) return true;
   std::error_code ec;
@@ -201,8 +270,10 @@ bool SafetensorsFolder::has_weights(const fs::path& dir) {
 
 std::vector<std::string> SafetensorsFolder::names() const {
   std::vector<std::string> names;
-  names.reserve(where_.size());
+  names.reserve(where_.size() + split_.size());
   for (const auto& [name, file] : where_) names.push_back(name);
+  for (const auto& [name, split] : split_) names.push_back(name);
+  std::sort(names.begin(), names.end());
   return names;
 }
 
@@ -215,12 +286,29 @@ const SafetensorsFile& SafetensorsFolder::file_holding(const std::string& name) 
   return *files_[it->second];
 }
 
-const TensorEntry& SafetensorsFolder::entry(const std::string& name) const { return file_holding(name).entry(name); }
+const TensorEntry& SafetensorsFolder::entry(const std::string& name) const {
+  if (const auto it = split_.find(name); it != split_.end()) return it->second.whole;
+  return file_holding(name).entry(name);
+}
 
-at::Tensor SafetensorsFolder::get(const std::string& name) const { return file_holding(name).get(name); }
-void SafetensorsFolder::release(const std::string& name) const { file_holding(name).release(name); }
+at::Tensor SafetensorsFolder::get(const std::string& name) const {
+  const auto it = split_.find(name);
+  if (it == split_.end()) return file_holding(name).get(name);
+  std::vector<at::Tensor> parts;
+  for (const size_t f : it->second.files) parts.push_back(files_[f]->get(name));
+  return at::cat(parts, it->second.dim);
+}
 
-const fs::path& SafetensorsFolder::file_of(const std::string& name) const { return file_holding(name).path(); }
+void SafetensorsFolder::release(const std::string& name) const {
+  const auto it = split_.find(name);
+  if (it == split_.end()) return file_holding(name).release(name);
+  for (const size_t f : it->second.files) files_[f]->release(name);
+}
+
+const fs::path& SafetensorsFolder::file_of(const std::string& name) const {
+  if (const auto it = split_.find(name); it != split_.end()) return files_[it->second.files.front()]->path();
+  return file_holding(name).path();
+}
 
 uint64_t parse_byte_size(const std::string& text, const std::string& flag) {
   const auto fail = [&](const std::string& why) {

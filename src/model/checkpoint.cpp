@@ -15,6 +15,7 @@
 #include "swift/core/logging.h"
 #include "swift/core/memory.h"
 #include "swift/io/hf_config.h"
+#include "swift/io/model_parallel_files.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/init_weights.h"
 #include "swift/model/param_sharding.h"
@@ -210,6 +211,33 @@ int64_t count_parameters(CausalLM& model) {
   return n;
 }
 
+namespace {
+
+void write_description(CausalLM& model, const fs::path& dir, const SaveOptions& options, const fs::path& copy_from,
+                       bool quantized) {
+  ModelConfig config = model->config();
+  config.torch_dtype = dtype_name(options.dtype.value_or(model->dtype()));
+  if (!quantized) config.raw.erase("quantization_config");  // dense now (merged, or dequantized)
+  if (quantized && options.quantization_config) config.raw["quantization_config"] = *options.quantization_config;
+  io::write_json_file(dir / "config.json", model_config_to_json(config));
+  if (copy_from.empty() || !fs::is_directory(copy_from)) return;
+  for (const auto& entry : fs::directory_iterator(copy_from)) {
+    const std::string name = entry.path().filename().string();
+    // Weights and their indexes (a model-parallel checkpoint's too) describe the source's weights, not these.
+    const bool weights = entry.path().extension() == ".safetensors" || entry.path().extension() == ".bin" ||
+                         name == "model.safetensors.index.json" || name == "pytorch_model.bin.index.json" ||
+                         name == io::kModelParallelIndex;
+    if (!entry.is_regular_file() || weights || name == "config.json") continue;
+    fs::copy_file(entry.path(), dir / name, fs::copy_options::overwrite_existing);
+  }
+}
+
+}  // namespace
+
+void save_model_description(CausalLM& model, const fs::path& dir, const SaveOptions& options, const fs::path& copy_from) {
+  write_description(model, dir, options, copy_from, /*quantized=*/quantized_bytes(model).second > 0);
+}
+
 void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options, const fs::path& copy_from) {
   AtomicDir out(dir);
   io::NamedTensors tensors;
@@ -227,23 +255,10 @@ void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options
     if (options.dtype) t = t.to(*options.dtype);
     tensors.emplace_back(item.key(), t);
   }
-  ModelConfig config = model->config();
-  config.torch_dtype = dtype_name(options.dtype.value_or(model->dtype()));
-  if (quantized.empty()) config.raw.erase("quantization_config");  // dense now (merged, or dequantized)
-  if (!quantized.empty() && options.quantization_config) config.raw["quantization_config"] = *options.quantization_config;
-  SWIFT_ASSERT(quantized.empty() || config.raw.contains("quantization_config"),
+  SWIFT_ASSERT(quantized.empty() || options.quantization_config || model->config().raw.contains("quantization_config"),
                "a quantized model is saved with its quantization_config");
-  io::write_json_file(out.path() / "config.json", model_config_to_json(config));
+  write_description(model, out.path(), options, copy_from, /*quantized=*/!quantized.empty());
   io::save_safetensors_folder(out.path(), tensors, options.max_shard_bytes);
-  if (!copy_from.empty() && fs::is_directory(copy_from)) {
-    for (const auto& entry : fs::directory_iterator(copy_from)) {
-      const std::string name = entry.path().filename().string();
-      const bool weights = entry.path().extension() == ".safetensors" || entry.path().extension() == ".bin" ||
-                           name == "model.safetensors.index.json" || name == "pytorch_model.bin.index.json";
-      if (!entry.is_regular_file() || weights || name == "config.json") continue;
-      fs::copy_file(entry.path(), out.path() / name, fs::copy_options::overwrite_existing);
-    }
-  }
   out.commit();
 }
 

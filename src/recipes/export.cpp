@@ -2,7 +2,9 @@
 // it, and write it as a Hugging Face folder (config.json, safetensors sharded at --max_shard_size, and the
 // tokenizer/generation files copied along). --adapters with --merge_lora true folds a LoRA adapter into the
 // weights first; --quant_method bnb writes it quantized as transformers does. --to_cached_dataset true tokenises a
-// dataset instead (cached_dataset.cpp).
+// dataset instead (cached_dataset.cpp). --to_hf true joins a model-parallel checkpoint's parts (written with
+// --save_safetensors false) into a Hugging Face folder, --to_mcore true cuts a folder into those parts for a layout
+// (ms-swift's conversions between Hugging Face and Megatron checkpoints).
 #include <ATen/Parallel.h>
 
 #include <filesystem>
@@ -10,16 +12,21 @@
 
 #include "swift/cli/common_setup.h"
 #include "swift/cli/problems.h"
+#include "swift/core/atomic_write.h"
 #include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/data/data_options.h"
+#include "swift/distributed/model_parallel_parts.h"
 #include "swift/hub/hub_flags.h"
 #include "swift/hub/hub_resolver.h"
 #include "swift/io/hf_config.h"
+#include "swift/io/model_parallel_files.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/init_weights.h"
+#include "swift/model/model_config.h"
+#include "swift/model/tensor_parallel.h"
 #include "swift/quant/quant_flags.h"
 #include "swift/quant/quantized_linear.h"
 #include "swift/quant/quantized_loading.h"
@@ -46,6 +53,15 @@ std::vector<cli::FlagSpec> export_flags() {
        "fold --adapters into the weights and write a plain model folder (--adapters alone implies it)"},
       {"to_cached_dataset", FlagType::kBool, "false",
        "tokenise --dataset once into --output_dir/train (and val/) for swift sft --cached_dataset"},
+      {"to_hf", FlagType::kBool, "false",
+       "write a model-parallel checkpoint (--save_safetensors false; --mcore_model or --model) as a Hugging Face folder "
+       "(default --output_dir <checkpoint>-hf)"},
+      {"mcore_model", FlagType::kString, "", "with --to_hf: the model-parallel checkpoint folder (ms-swift's spelling)"},
+      {"to_mcore", FlagType::kBool, "false",
+       "write --model as a model-parallel checkpoint's parts for --tp_size x --pp_size ranks (default --output_dir "
+       "<model>-mcore); swift trains from either form"},
+      {"tensor_model_parallel_size", FlagType::kInt, "1", "with --to_mcore: the tensor-parallel ranks", {"tp_size"}},
+      {"pipeline_model_parallel_size", FlagType::kInt, "1", "with --to_mcore: the pipeline stages", {"pp_size"}},
   };
   for (auto f : data::dataset_flags(/*pretrain=*/false)) {  // as swift sft reads and encodes them
     f.help = "--to_cached_dataset: " + f.help;
@@ -80,6 +96,8 @@ struct ExportOptions {
   uint64_t max_shard_bytes = 5000000000ULL;
   std::optional<quant::QuantConfig> quantization;  // --quant_*: how the output is written
   std::optional<quant::QuantConfig> base_quantization;  // how the base loads (merging: as the adapter was trained)
+  bool to_hf = false, to_mcore = false;  // between a Hugging Face folder and a model-parallel checkpoint's parts
+  int tp = 1, pp = 1;                    // --to_mcore's layout
 };
 
 ExportOptions export_options(const cli::Flags& flags, const std::string& device) {
@@ -95,8 +113,31 @@ ExportOptions export_options(const cli::Flags& flags, const std::string& device)
   if (!o.adapters.empty() && !flags.given("merge_lora"))
     log_info("swift export --adapters: merging the adapter into its base (what --merge_lora true asks; the only "
              "export of an adapter)");
+  o.to_hf = flags.boolean("to_hf");
+  o.to_mcore = flags.boolean("to_mcore");
+  o.tp = static_cast<int>(flags.integer("tensor_model_parallel_size"));
+  o.pp = static_cast<int>(flags.integer("pipeline_model_parallel_size"));
+  problems.check(!(o.to_hf && o.to_mcore), "--to_hf and --to_mcore convert in opposite directions", "pass one of them");
+  problems.check((!o.to_hf && !o.to_mcore) || (o.adapters.empty() && !flags.given("quant_method")),
+                 "--to_hf / --to_mcore convert the weights as they are (no --adapters, no --quant_method)",
+                 "merge or quantize in a separate swift export");
+  problems.check(o.to_mcore || (!flags.given("tensor_model_parallel_size") && !flags.given("pipeline_model_parallel_size")),
+                 "--tp_size / --pp_size are the layout --to_mcore writes", "add --to_mcore true, or drop them");
+  problems.at_least("tensor_model_parallel_size", o.tp, 1, "ranks, e.g. 2");
+  problems.at_least("pipeline_model_parallel_size", o.pp, 1, "stages, e.g. 2");
+  problems.check(flags.str("mcore_model").empty() || o.to_hf, "--mcore_model is the checkpoint --to_hf reads",
+                 "add --to_hf true, or pass the folder as --model");
   const auto saved = serve::checkpoint_args(o.adapters);
   o.model_dir = serve::arg_or(flags, saved, "model");  // the run recorded its base
+  if (o.to_hf && !flags.str("mcore_model").empty()) {
+    problems.check(o.model_dir.empty() || !flags.given("model"), "--to_hf reads --mcore_model or --model, not both",
+                   "pass the checkpoint once");
+    o.model_dir = flags.str("mcore_model");
+  }
+  if (o.to_hf && !o.model_dir.empty())
+    problems.check(fs::exists(fs::path(o.model_dir) / io::kModelParallelIndex),
+                   o.model_dir + " is not a model-parallel checkpoint (no " + io::kModelParallelIndex + ")",
+                   "--to_hf reads a checkpoint saved with --save_safetensors false; a Hugging Face folder needs no conversion");
   if (o.adapters.empty())
     problems.check(!o.model_dir.empty(), "swift export needs --model",
                    "e.g. swift export --model configs/models/qwen3-tiny --init_strategy normal --output_dir out/tiny");
@@ -106,7 +147,8 @@ ExportOptions export_options(const cli::Flags& flags, const std::string& device)
                    "pass the base model with --model BASE_DIR");
   o.output = flags.str("output_dir");
   if (o.output.empty() && !o.adapters.empty()) o.output = fs::path(o.adapters.front()).lexically_normal().string() + "-merged";
-  if (o.output.empty()) o.output = fs::path(o.model_dir).lexically_normal().string() + "-export";
+  const std::string suffix = o.to_hf ? "-hf" : o.to_mcore ? "-mcore" : "-export";
+  if (o.output.empty()) o.output = fs::path(o.model_dir).lexically_normal().string() + suffix;
   o.exist_ok = flags.boolean("exist_ok");
   o.load.dtype = problems.collect([&] { return parse_dtype(flags.str("torch_dtype")); }, std::optional<c10::ScalarType>{});
   o.load.device = problems.collect([&] { return parse_device(device); }, c10::Device(c10::kCPU));
@@ -139,6 +181,11 @@ int run_export(const std::vector<std::string>& args) {
   SWIFT_CHECK(fs::weakly_canonical(o.output) != fs::weakly_canonical(model_dir), UsageError,
               "--output_dir is the --model folder itself", "export to a new folder");
 
+  if (o.to_mcore) {  // before the weights load
+    const std::string problem = model::tensor_parallel_problem(model::load_model_config(model_dir), o.tp);
+    SWIFT_CHECK(problem.empty(), UsageError, "--to_mcore with --tp_size " + std::to_string(o.tp) + ": " + problem,
+                "choose a --tp_size that divides it");
+  }
   model::SaveOptions save;
   save.max_shard_bytes = o.max_shard_bytes;
   auto model = quant::load_model(model_dir, o.load, o.base_quantization);
@@ -158,6 +205,18 @@ int run_export(const std::vector<std::string>& args) {
   }
   log_info("model ", model_dir, ": ", model->config().model_type, " (", model::count_parameters(model),
            " parameters, ", dtype_name(model->dtype()), ")");
+  if (o.to_mcore) {
+    SWIFT_CHECK(model::quantized_bytes(model).second == 0, UsageError,
+                model_dir + " is saved quantized: tensor parallelism splits unquantized weights only",
+                "convert the unquantized model");
+    AtomicDir out(o.output);
+    model::save_model_description(model, out.path(), save, model_dir);
+    distributed::save_model_parallel_parts(model, out.path(), o.tp, o.pp, save.dtype);
+    out.commit();
+    log_info("exported to ", o.output.string(), " as the parts of ", o.tp, " tensor-parallel rank(s) x ", o.pp,
+             " stage(s) (", io::kModelParallelIndex, ")");
+    return 0;
+  }
   model::save_model(model, o.output, save, model_dir);
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(o.output)) files += e.path().extension() == ".safetensors";

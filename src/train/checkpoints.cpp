@@ -13,6 +13,7 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/io/hf_config.h"
+#include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/param_sharding.h"
 
@@ -29,17 +30,19 @@ std::optional<fs::path> Checkpoints::last() const {
   return saved_.back();
 }
 
-// Rank 0's part: the weights, args.json and, with the training state, the optimizer (unless each rank writes its
-// own part), the RNG state and trainer_state.json.
-void Checkpoints::write_rank0_files(int64_t step, const CheckpointSource& s, const fs::path& out) const {
+// Rank 0's part: the weights (or, when every rank writes its part of them, config.json and the model's other
+// files), args.json and, with the training state, the optimizer (unless each rank writes its own part), the RNG
+// state and trainer_state.json.
+void Checkpoints::write_rank0_files(int64_t step, const CheckpointSource& s, const fs::path& out, bool model_in_parts) const {
   model::CausalLM m = s.model;  // a handle: the same module
-  if (s.adapter) {
+  model::SaveOptions save;
+  save.dtype = s.save_dtype;
+  if (s.adapter)
     tuners::save_adapter(m, *s.adapter, out);
-  } else {
-    model::SaveOptions save;
-    save.dtype = s.save_dtype;
+  else if (model_in_parts)
+    model::save_model_description(m, out, save, s.model_dir);
+  else
     model::save_model(m, out, save, s.model_dir);
-  }
   io::write_json_file(out / "args.json", s.args);
   if (loop_.save_only_model) return;
   if (!parallel_.shards_optimizer_state()) s.optimizer.save(out / parallel_.optimizer_state_file());
@@ -82,26 +85,34 @@ void Checkpoints::require_finite_weights(int64_t step, const model::CausalLM& mo
               "lower --learning_rate, or check the data and the model's weights");
 }
 
-void Checkpoints::save(int64_t step, const CheckpointSource& s) {
+void Checkpoints::save(int64_t step, const CheckpointSource& s, bool last_of_run) {
   // Checked before anything is written, so such a checkpoint never pushes a good one out of --save_total_limit.
   require_finite_weights(step, s.model);
   const fs::path dir = run_dir_ / ("checkpoint-" + std::to_string(step));
   const bool with_state = !loop_.save_only_model, sharded = parallel_.shards_optimizer_state();
+  // --save_safetensors false: each rank writes its own part of the weights (an adapter is small: written whole),
+  // except at the end of the run, whose checkpoint is the Hugging Face folder the run is for.
+  const bool in_parts = loop_.save_model_parts && !last_of_run && !s.adapter && parallel_.saves_model_parts();
+  if (loop_.save_model_parts && last_of_run && !s.adapter)
+    log_info("the run's last checkpoint is written whole, as a Hugging Face folder (--save_safetensors false writes "
+             "the others as each rank's part)");
   std::optional<AtomicDir> out;
   fs::path tmp;
   if (parallel_.main_rank()) {
     out.emplace(dir);
     tmp = out->path();
   }
-  parallel_.begin_save(/*trainable_only=*/s.adapter != nullptr);
-  if (parallel_.main_rank()) write_rank0_files(step, s, tmp);
-  if (sharded && with_state) {  // after rank 0's files: saving the model replaces the folder it writes into
-    tmp = parallel_.share("checkpoint-" + std::to_string(step), tmp.string());
-    s.optimizer.save(tmp / parallel_.optimizer_state_file());
-  }
+  if (!in_parts) parallel_.begin_save(/*trainable_only=*/s.adapter != nullptr);
+  if (parallel_.main_rank()) write_rank0_files(step, s, tmp, in_parts);
+  // After rank 0's files: saving the model whole replaces the folder it writes into.
+  if (in_parts || (sharded && with_state)) tmp = parallel_.share("checkpoint-" + std::to_string(step), tmp.string());
+  if (in_parts) parallel_.save_model_part(tmp, s.save_dtype);
+  if (sharded && with_state) s.optimizer.save(tmp / parallel_.optimizer_state_file());
   parallel_.barrier();  // every shard is written, and no rank runs ahead of a save
-  parallel_.end_save();
+  if (!in_parts) parallel_.end_save();
   if (!parallel_.main_rank()) return;
+  // Every part is there and fits the others before the folder counts as a checkpoint.
+  if (in_parts) io::SafetensorsFolder::open(tmp);
   if (with_state) parallel_.check_optimizer_state(tmp);
   out->commit();
   saved_.push_back(dir);
@@ -109,7 +120,8 @@ void Checkpoints::save(int64_t step, const CheckpointSource& s) {
     fs::remove_all(saved_.front());
     saved_.pop_front();
   }
-  log_info("saved ", dir.string());
+  log_info("saved ", dir.string(), in_parts ? " (each rank's part of the weights: swift export --to_hf true --mcore_model DIR "
+                                              "writes them as a Hugging Face folder)" : "");
 }
 
 namespace {

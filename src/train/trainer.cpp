@@ -236,7 +236,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
     if (!data.val.empty() && (done % loop.eval_steps == 0 || last))
       log.log_eval(done, evaluate(policy.model, *objective, *parallel, data.val, loop.per_device_eval_batch_size,
                                   policy.pad_id, options.model.autocast));
-    if (done % loop.save_steps == 0 || last) checkpoints.save(done, saved);
+    if (done % loop.save_steps == 0 || last) checkpoints.save(done, saved, last);
   }
   progress.finish();
   parallel->end_training();

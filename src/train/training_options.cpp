@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "swift/core/device.h"
+#include "swift/core/logging.h"
 #include "swift/hub/hub_flags.h"
 #include "swift/hub/hub_resolver.h"
 #include "swift/quant/quant_flags.h"
@@ -72,7 +73,7 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
       {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size", "micro_batch_size"}},
       {"global_batch_size", FlagType::kInt, "0", "Megatron's samples per optimizer step: sets --gradient_accumulation_steps to it over micro-batch x data-parallel ranks (0: not used)"},
-      {"save_safetensors", FlagType::kBool, "true", "checkpoints as Hugging Face safetensors folders (the only format swift writes; Megatron's flag)"},
+      {"save_safetensors", FlagType::kBool, "true", "true: checkpoints are Hugging Face folders; false (Megatron's mcore checkpoints): under --tp_size/--pp_size/--cp_size each rank writes its own part of the weights (model_parallel.json + mp_rank_TT_PPP.safetensors), which resume at any layout; swift export --to_hf true joins them; the run's last checkpoint is a whole folder"},
       {"per_device_eval_batch_size", FlagType::kInt, "1", "samples per evaluation batch"},
       {"gradient_accumulation_steps", FlagType::kInt, "0", "micro-batches per optimizer step (0: enough for 16 samples)"},
       {"learning_rate", FlagType::kFloat, "", "peak learning rate (default 1e-4 for lora, 1e-5 for full)"},
@@ -252,8 +253,14 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
                      " / --cp_size " + std::to_string(o.parallel.cp_size) +
                      " is not available yet (its projections need whole gradients)",
                  "use AdamW with --tp_size / --pp_size, or GaLore with data parallelism");
-  problems.check(flags.boolean("save_safetensors"), "--save_safetensors false (Megatron's torch_dist checkpoints) is not a format swift writes",
-                 "drop it: checkpoints are Hugging Face safetensors folders, which resume and load in transformers");
+  l.save_model_parts = !flags.boolean("save_safetensors");
+  problems.check(!l.save_model_parts || o.parallel.model_parallel_size() > 1,
+                 "--save_safetensors false writes each rank's part of a model split by --tp_size / --pp_size / --cp_size, "
+                 "and this run keeps the whole model on every rank",
+                 "drop it (checkpoints are then Hugging Face folders), or split the model with --tp_size / --pp_size");
+  if (l.save_model_parts && t.adapter())
+    log_info("--save_safetensors false: the LoRA adapter is small and still written whole (PEFT's files); the "
+             "optimizer state is each rank's own, as always under model parallelism");
   if (const int64_t global = flags.integer("global_batch_size"); global > 0) {
     // Megatron: global = micro x data-parallel ranks x accumulation.
     const int64_t per_step = l.per_device_train_batch_size * std::max<int64_t>(1, o.parallel.env.world_size / o.parallel.model_parallel_size());

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "swift/core/error.h"
+#include "swift/io/model_parallel_files.h"
 #include "test_util.h"
 #include "skip.h"
 
@@ -214,6 +215,73 @@ TEST_F(SafetensorsFolderTest, CorruptShardErrorSaysWhichShard) {
   const fs::path model = sharded_model();
   write_bytes(model / "model-00002-of-00004.safetensors", "garbage");
   expect_open_fails(model, {"shard 2/4", "model-00002-of-00004.safetensors"});
+}
+
+// A model-parallel checkpoint's parts (model_parallel_files.h) of a [4, 6] weight split by rows over 2 TP ranks, a
+// [6, 4] one by columns, and a norm whole in TP rank 0's file; stage 1 holds the head whole.
+class ModelPartsTest : public SafetensorsFolderTest {
+ protected:
+  fs::path parts() const {
+    const fs::path d = dir("parts");
+    fs::create_directories(d);
+    using swift::io::TensorPart;
+    for (int r = 0; r < 2; ++r) {
+      NamedTensors t = {{"q.weight", q_.narrow(0, 2 * r, 2).contiguous()}, {"o.weight", o_.narrow(1, 2 * r, 2).contiguous()}};
+      if (r == 0) t.emplace_back("norm.weight", norm_);
+      swift::io::save_model_part(d / swift::io::model_part_file_name(r, 0), t,
+                                 {{"q.weight", TensorPart{0, 2 * r, 4}}, {"o.weight", TensorPart{1, 2 * r, 4}}});
+      swift::io::save_model_part(d / swift::io::model_part_file_name(r, 1), r == 0 ? NamedTensors{{"head.weight", head_}} : NamedTensors{}, {});
+    }
+    swift::io::write_model_parallel_index(d, 2, 2);
+    return d;
+  }
+  // Rewrites TP rank 1's stage-0 file with its q part placed at `start`.
+  void move_part(const fs::path& d, int64_t start, at::ScalarType dtype = at::kFloat) const {
+    swift::io::save_model_part(d / "mp_rank_01_000.safetensors", {{"q.weight", q_.narrow(0, 2, 2).to(dtype)}, {"o.weight", o_.narrow(1, 2, 2).contiguous()}},
+                               {{"q.weight", {0, start, 4}}, {"o.weight", {1, 2, 4}}});
+  }
+  at::Tensor q_ = at::arange(24, at::kFloat).reshape({4, 6}), o_ = at::arange(24, at::kFloat).reshape({6, 4}) * 2,
+             norm_ = at::ones({6}), head_ = at::arange(12, at::kFloat).reshape({2, 6});
+};
+
+TEST_F(ModelPartsTest, ReadsTheWholeTensorsPutTogether) {
+  const auto folder = SafetensorsFolder::open(parts());
+  EXPECT_EQ(folder.names(), (std::vector<std::string>{"head.weight", "norm.weight", "o.weight", "q.weight"}));
+  EXPECT_TRUE(at::equal(folder.get("q.weight"), q_));
+  EXPECT_TRUE(at::equal(folder.get("o.weight"), o_));
+  EXPECT_TRUE(at::equal(folder.get("norm.weight"), norm_));
+  EXPECT_TRUE(at::equal(folder.get("head.weight"), head_));
+  EXPECT_EQ(folder.entry("o.weight").shape, (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(folder.file_of("q.weight").filename(), "mp_rank_00_000.safetensors");
+  EXPECT_TRUE(SafetensorsFolder::has_weights(dir("parts")));
+}
+
+TEST_F(ModelPartsTest, MissingOrMisplacedPartsAreDataErrors) {
+  const fs::path d = parts();
+  move_part(d, 0);  // both parts at rows [0, 2): rows [2, 4) nowhere
+  expect_open_fails(d, {"'q.weight'", "two part files"});
+  move_part(d, 3);
+  expect_open_fails(d, {"mp_rank_01_000.safetensors", "'q.weight'", "outside its whole tensor"});
+  swift::io::save_model_part(d / "mp_rank_01_000.safetensors", {{"o.weight", o_.narrow(1, 2, 2).contiguous()}},
+                             {{"o.weight", {1, 2, 4}}});
+  expect_open_fails(d, {"'q.weight'", "[2, 4) is in no part file"});
+  move_part(d, 2, at::kBFloat16);
+  expect_open_fails(d, {"mp_rank_01_000.safetensors", "'q.weight'", "does not fit"});
+  move_part(d, 2);
+  EXPECT_TRUE(at::equal(SafetensorsFolder::open(d).get("q.weight"), q_));
+  fs::remove(d / "mp_rank_01_001.safetensors");
+  expect_open_fails(d, {"model_parallel.json", "mp_rank_01_001.safetensors", "missing"});
+}
+
+TEST_F(ModelPartsTest, BrokenIndexOrSplitsAreDataErrors) {
+  const fs::path d = parts();
+  write_bytes(d / "model_parallel.json", R"({"format": "swift-model-parallel", "files": ["../x.safetensors"]})");
+  expect_open_fails(d, {"model_parallel.json", "../x.safetensors"});
+  write_bytes(d / "model_parallel.json", R"({"files": ["mp_rank_00_000.safetensors"]})");
+  expect_open_fails(d, {"model_parallel.json", "not a swift model-parallel index"});
+  swift::io::write_model_parallel_index(d, 2, 2);
+  swift::io::save_safetensors(d / "mp_rank_00_001.safetensors", {{"head.weight", head_}}, {{"swift_splits", R"({"head.weight": [2, 0, 9]})"}});
+  expect_open_fails(d, {"mp_rank_00_001.safetensors", "'head.weight'", "outside its whole tensor"});
 }
 
 TEST(ParseByteSize, AcceptsHuggingFaceAndBinaryUnits) {

@@ -17,6 +17,7 @@
 //     partial ones over TP, the tied embedding's over its first and last stage;
 //   clip_gradients: the norm of the whole model (split gradients' squares summed over TP, then every stage's);
 //   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
+//   save_model_part (--save_safetensors false): instead, each TP rank of each stage writes its own slices;
 //   optimizer state: a file per rank (its slices of its stage's parameters; with the distributed optimizer the
 //     data group splits them: each rank updates its share, then sends the new values to the others).
 #pragma once
@@ -85,6 +86,8 @@ class ModelParallel : public ParallelStrategy {
   void begin_save(bool trainable_only) override;
   void end_save() override;
   bool shards_optimizer_state() const override { return true; }
+  bool saves_model_parts() const override { return true; }
+  void save_model_part(const std::filesystem::path& dir, std::optional<c10::ScalarType> dtype) override;
 
  protected:
   std::vector<ParameterSlice> parameter_slices() const override;

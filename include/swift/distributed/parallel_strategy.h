@@ -172,6 +172,15 @@ class ParallelStrategy {
   // its RAM between the two.
   virtual void begin_save(bool trainable_only) { (void)trainable_only; }
   virtual void end_save() {}
+  // --save_safetensors false: whether the model's weights are written as each rank's part (a model-parallel
+  // checkpoint, io/model_parallel_files.h) instead of whole by rank 0, which sends nothing between ranks.
+  virtual bool saves_model_parts() const { return false; }
+  // Writes this rank's part into `dir` (ranks holding a copy of another's part write nothing) and, on the main
+  // rank, the index; every rank calls it.
+  virtual void save_model_part(const std::filesystem::path& dir, std::optional<c10::ScalarType> dtype) {
+    (void)dir;
+    (void)dtype;
+  }
   // Whether each rank writes its own part of the optimizer state (else rank 0 writes all of it).
   virtual bool shards_optimizer_state() const { return false; }
   // This rank's optimizer state file in a checkpoint folder.

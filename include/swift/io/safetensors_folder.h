@@ -1,5 +1,6 @@
 // Hugging Face model folders' weights: a single model.safetensors or a sharded set
-// (model.safetensors.index.json + model-0000K-of-0000N.safetensors).
+// (model.safetensors.index.json + model-0000K-of-0000N.safetensors); also swift's model-parallel checkpoints
+// (model_parallel.json + a file per rank, model_parallel_files.h), read as the whole tensors.
 #pragma once
 
 #include <cstdint>
@@ -16,26 +17,36 @@ namespace swift::io {
 class SafetensorsFolder {
  public:
   // Opens `dir`/model.safetensors.index.json (every shard it names must exist and hold exactly the tensors
-  // the weight_map gives it), else `dir`/model.safetensors, else every *.safetensors in the folder (a name
-  // in two files is an error). Throws DataError naming what is missing or inconsistent.
+  // the weight_map gives it), else `dir`/model_parallel.json (every part file it lists must exist, and the parts of
+  // each split tensor cover it exactly once), else `dir`/model.safetensors, else every *.safetensors in the folder
+  // (a name in two files is an error). Throws DataError naming what is missing or inconsistent.
   static SafetensorsFolder open(const std::filesystem::path& dir);
   // True when the folder holds any safetensors weights.
   static bool has_weights(const std::filesystem::path& dir);
 
   std::vector<std::string> names() const;  // sorted
-  bool contains(const std::string& name) const { return where_.count(name) > 0; }
+  bool contains(const std::string& name) const { return where_.count(name) > 0 || split_.count(name) > 0; }
+  // A split tensor's entry has its whole shape (and no byte offsets); get() puts its parts together (a copy).
   const TensorEntry& entry(const std::string& name) const;
   at::Tensor get(const std::string& name) const;
   void release(const std::string& name) const;  // SafetensorsFile::release
-  const std::filesystem::path& file_of(const std::string& name) const;
+  const std::filesystem::path& file_of(const std::string& name) const;  // a split tensor's: its first part's
 
  private:
+  // A tensor of a model-parallel checkpoint kept in parts: (file index, where the part sits), in order along dim.
+  struct Split {
+    TensorEntry whole;
+    int64_t dim = 0;
+    std::vector<size_t> files;
+  };
   void add(std::shared_ptr<SafetensorsFile> file);  // throws DataError on a name already held
+  void add_model_parallel_parts(const std::filesystem::path& dir);
   const SafetensorsFile& file_holding(const std::string& name) const;  // throws DataError if absent
 
   std::filesystem::path dir_;
   std::vector<std::shared_ptr<SafetensorsFile>> files_;
   std::map<std::string, size_t> where_;  // name -> index in files_
+  std::map<std::string, Split> split_;
 };
 
 // "5GB", "500MB", "1.5GiB", "100000" (bytes). Decimal units as Hugging Face: 1GB = 10^9, 1GiB = 2^30.

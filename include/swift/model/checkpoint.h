@@ -98,6 +98,12 @@ struct SaveOptions {
 void save_model(CausalLM& model, const std::filesystem::path& dir, const SaveOptions& options = {},
                 const std::filesystem::path& copy_from = {});
 
+// What save_model writes besides the weights, into `dir` as it is: config.json (torch_dtype as saved) and the
+// files of `copy_from` a model folder carries. For a folder whose weights are written otherwise (a model-parallel
+// checkpoint's parts).
+void save_model_description(CausalLM& model, const std::filesystem::path& dir, const SaveOptions& options = {},
+                            const std::filesystem::path& copy_from = {});
+
 // Parameter count (tied weights once).
 int64_t count_parameters(CausalLM& model);
 

@@ -42,12 +42,15 @@ class Checkpoints {
   Checkpoints(std::filesystem::path run_dir, const LoopOptions& loop, distributed::ParallelStrategy& parallel);
   // Writes checkpoint-<step>: a collective, every rank calls it. Rank 0 writes the model and the state into a
   // temporary folder, every rank its optimizer shard when sharded, and once all have written rank 0 renames it.
-  void save(int64_t step, const CheckpointSource& source);
+  // The run's last checkpoint (`last_of_run`) is always a whole folder; the others, with --save_safetensors false
+  // under model parallelism, each rank's part of the weights.
+  void save(int64_t step, const CheckpointSource& source, bool last_of_run = false);
   // The newest checkpoint written, if any.
   std::optional<std::filesystem::path> last() const;
 
  private:
-  void write_rank0_files(int64_t step, const CheckpointSource& source, const std::filesystem::path& out) const;
+  void write_rank0_files(int64_t step, const CheckpointSource& source, const std::filesystem::path& out,
+                         bool model_in_parts) const;
   // DataError when any weight is NaN or inf (on any rank): such a checkpoint is never written.
   void require_finite_weights(int64_t step, const model::CausalLM& model) const;
   std::filesystem::path run_dir_;

@@ -70,6 +70,7 @@ struct LoopOptions {
   int64_t gradient_accumulation_steps = 0;  // 0: enough for a global batch of 16 samples, as ms-swift
   int64_t logging_steps = 5, eval_steps = 0, save_steps = 500, save_total_limit = 0;
   bool save_only_model = false;
+  bool save_model_parts = false;  // --save_safetensors false: each model-parallel rank writes its part of the weights
   std::filesystem::path output_dir;  // default: output/<model name>
   bool add_version = true;
   std::filesystem::path resume_from_checkpoint;

@@ -1,0 +1,84 @@
+// A whole model cut into a model-parallel checkpoint's parts (see model_parallel_parts.h).
+#include "swift/distributed/model_parallel_parts.h"
+
+#include <ATen/ATen.h>
+
+#include <map>
+
+#include "swift/core/error.h"
+#include "swift/distributed/pipeline_schedule.h"
+#include "swift/io/model_parallel_files.h"
+#include "swift/model/param_sharding.h"
+#include "swift/model/tensor_parallel.h"
+
+namespace fs = std::filesystem;
+
+namespace swift::distributed {
+
+namespace {
+
+// A tensor-parallel group of which only the split is asked (which parameters, along which dimension): splitting
+// never exchanges anything.
+class SplitOnlyComm : public model::TensorParallelComm {
+ public:
+  explicit SplitOnlyComm(int size) : size_(size) {}
+  int rank() const override { return 0; }
+  int size() const override { return size_; }
+  void all_reduce_sum(at::Tensor&) override { fail(); }
+  void all_reduce_max(at::Tensor&) override { fail(); }
+  at::Tensor all_gather(const at::Tensor&, int64_t) override { fail(); }
+  at::Tensor reduce_scatter_sum(const at::Tensor&, int64_t) override { fail(); }
+
+ private:
+  [[noreturn]] static void fail() { SWIFT_ASSERT(false, "a split-only tensor-parallel group exchanges nothing"); }
+  int size_;
+};
+
+// name -> (dimension, whole size) of every parameter tensor parallelism over `tp` ranks splits, read off a model of
+// the same configuration whose parameters are shapes only (so splitting it copies nothing).
+std::map<std::string, std::pair<int64_t, int64_t>> tensor_parallel_splits(const model::CausalLM& model, int tp) {
+  if (tp == 1) return {};
+  model::CausalLM probe(model->config(), at::TensorOptions().dtype(model->dtype()));
+  {
+    at::NoGradGuard no_grad;
+    for (auto& p : probe->parameters()) p.set_data(model::shape_only(p.sizes(), p.options()));
+  }
+  std::map<std::string, std::pair<int64_t, int64_t>> out;
+  for (const auto& s : model::apply_tensor_parallel(probe, std::make_shared<SplitOnlyComm>(tp)).sharded)
+    out[s.name] = {s.dim, s.full_size};
+  return out;
+}
+
+}  // namespace
+
+void save_model_parallel_parts(model::CausalLM& model, const fs::path& dir, int tp, int pp,
+                               std::optional<c10::ScalarType> dtype) {
+  const auto splits = tensor_parallel_splits(model, tp);
+  const auto layer_begin = pipeline_layer_split(model->config().num_hidden_layers, pp);
+  at::NoGradGuard no_grad;
+  for (int stage = 0; stage < pp; ++stage) {
+    for (int rank = 0; rank < tp; ++rank) {
+      io::NamedTensors tensors;
+      std::map<std::string, io::TensorPart> parts;
+      for (auto& item : model->named_parameters()) {
+        const std::string& name = item.key();
+        if (pipeline_stage_of(name, layer_begin) % pp != stage) continue;
+        at::Tensor t = item.value().detach();
+        if (dtype) t = t.to(*dtype);
+        const auto split = splits.find(name);
+        if (split == splits.end()) {
+          if (rank == 0) tensors.emplace_back(name, t);  // whole on every TP rank: the first holds it
+          continue;
+        }
+        const auto [dim, whole] = split->second;
+        const int64_t size = whole / tp;
+        tensors.emplace_back(name, t.narrow(dim, rank * size, size).contiguous());
+        parts[name] = {dim, rank * size, whole};
+      }
+      io::save_model_part(dir / io::model_part_file_name(rank, stage), tensors, parts);
+    }
+  }
+  io::write_model_parallel_index(dir, tp, pp);
+}
+
+}  // namespace swift::distributed
