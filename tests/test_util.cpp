@@ -48,8 +48,16 @@ nlohmann::json tiny_config(const std::string& family) {
                       {"intermediate_size", 96}, {"num_hidden_layers", 2}, {"num_attention_heads", 4},
                       {"num_key_value_heads", 2}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6},
                       {"rope_theta", 10000.0},   {"torch_dtype", "float32"}, {"tie_word_embeddings", false}};
-  if (family == "qwen3") j["head_dim"] = 24;
+  if (family == "qwen3" || family == "qwen3_moe") j["head_dim"] = 24;
   if (family == "mistral") j["sliding_window"] = 6;
+  if (family == "qwen2_moe" || family == "qwen3_moe") {  // 4 experts, top 2; layer 0 dense, layer 1 sparse
+    j["num_experts"] = 4;
+    j["num_experts_per_tok"] = 2;
+    j["moe_intermediate_size"] = 32;
+    j["mlp_only_layers"] = {0};
+    j["norm_topk_prob"] = family == "qwen3_moe";
+    if (family == "qwen2_moe") j["shared_expert_intermediate_size"] = 48;
+  }
   return j;
 }
 

@@ -178,20 +178,45 @@ void ModelParallel::enter_chunk(int chunk) {
 
 model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string>& removed) {
   (void)removed;
-  if (sizes_.pp == 1) return nullptr;
-  // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's).
-  return [this](const std::vector<model::ParameterInfo>& infos) {
-    std::vector<std::string> names;
-    for (const auto& info : infos) names.push_back(info.name);
-    layer_begin_ = pipeline_layer_split(decoder_layers_among(names), sizes_.pp * sizes_.virtual_stages,
-                                        sizes_.first_stage_layers, sizes_.last_stage_layers);
-    tied_embedding_ = std::none_of(names.begin(), names.end(),  // no LM head (or score head) of its own
-                                   [](const std::string& n) { return model::parameter_place(n).output_layer; });
+  if (sizes_.pp == 1 && sizes_.tp == 1) return nullptr;
+  // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's). With tensor
+  // parallelism a stage's are read after the split (assign_ownership), each rank its slices only.
+  const model::Placement own = sizes_.tp > 1 ? model::Placement::kDeferred : model::Placement::kDevice;
+  return [this, own](const std::vector<model::ParameterInfo>& infos) {
+    if (sizes_.pp > 1) {
+      std::vector<std::string> names;
+      for (const auto& info : infos) names.push_back(info.name);
+      layer_begin_ = pipeline_layer_split(decoder_layers_among(names), sizes_.pp * sizes_.virtual_stages,
+                                          sizes_.first_stage_layers, sizes_.last_stage_layers);
+      tied_embedding_ = std::none_of(names.begin(), names.end(),  // no LM head (or score head) of its own
+                                     [](const std::string& n) { return model::parameter_place(n).output_layer; });
+    }
     std::vector<model::Placement> where;
-    for (const auto& info : infos)
-      where.push_back(holds(info.name) ? model::Placement::kDevice : model::Placement::kElsewhere);
+    for (const auto& info : infos) where.push_back(holds(info.name) ? own : model::Placement::kElsewhere);
     return where;
   };
+}
+
+model::PlacementPlan ModelParallel::frozen_placement_plan() {
+  if (sizes_.tp == 1) return nullptr;
+  return [](const std::vector<model::ParameterInfo>& infos) {
+    return std::vector<model::Placement>(infos.size(), model::Placement::kDeferred);
+  };
+}
+
+void ModelParallel::read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& split) {
+  if (!model->deferred_weights()) return;  // loaded whole (DoRA's magnitudes need the whole weights), or initialised
+  std::map<std::string, model::WeightSlice> slices;
+  for (const auto& s : split) {
+    const int64_t part = s.full_size / sizes_.tp;  // keep_tensor_parallel_slice's rows or columns
+    slices[s.name] = {s.dim, tp_rank() * part, part};
+  }
+  const int64_t bytes = model::read_deferred_weights(model, [&slices](const std::string& name) {
+    const auto it = slices.find(name);
+    return it == slices.end() ? std::nullopt : std::optional<model::WeightSlice>(it->second);
+  });
+  log_info("tensor parallel: read ", format_bytes(static_cast<double>(bytes)),
+           " of weights from the files after the split (this rank's slices and its replicated weights)");
 }
 
 void ModelParallel::keep_own_stage(model::CausalLM& model) {
@@ -256,7 +281,9 @@ void ModelParallel::split_sequences(model::CausalLM& model) {
 void ModelParallel::split_frozen_model(model::CausalLM& model) {
   SWIFT_ASSERT(sizes_.pp == 1 && sizes_.cp == 1 && !sizes_.sequence_parallel,
                "a frozen model beside the policy is split by tensor parallelism alone");
-  if (tp_group_) model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_));
+  if (!tp_group_) return;
+  const model::TensorParallelSplit split = model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_));
+  read_own_slices(model, split.sharded);
 }
 
 void ModelParallel::assign_ownership(model::CausalLM& model) {
@@ -269,6 +296,7 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
       log_info("sequence parallelism: the activations between the tensor-parallel layers cut along the sequence over ",
                sizes_.tp, " ranks (this rank: part ", tp_rank(), "; rows padded to a multiple of ", sizes_.tp,
                sizes_.cp > 1 ? " in each context-parallel share" : "", ")");
+    read_own_slices(model, split.sharded);
     sharded_ = std::move(split.sharded);
     partial_gradients_ = std::move(split.partial_gradients);
   }

@@ -98,7 +98,11 @@ void ParallelStrategy::log_loaded(const model::CausalLM& model, double memory_be
   const bool sharded = std::any_of(params.begin(), params.end(), [](const at::Tensor& p) { return !model::holds_values(p); });
   log_info("model loaded; memory high-water mark per rank (", device.is_cuda() ? "GPU" : "RAM", "): ",
            bytes_per_rank(per_rank, 0, world), ", raised by loading: ", bytes_per_rank(per_rank, world, world),
-           sharded ? " (ZeRO-3: each rank read only the parameters it owns)" : "");
+           model->deferred_weights() ? " (tensor parallelism: the weights are read after the split, each rank its "
+                                       "slices)"
+           : shards_parameters()     ? " (ZeRO-3: each rank read only the parameters it owns)"
+           : sharded                 ? " (pipeline parallelism: each stage read only its own layers)"
+                                     : "");
 }
 
 void ParallelStrategy::assign_ownership(model::CausalLM& model) {

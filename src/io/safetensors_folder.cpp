@@ -299,6 +299,30 @@ at::Tensor SafetensorsFolder::get(const std::string& name) const {
   return at::cat(parts, it->second.dim);
 }
 
+at::Tensor SafetensorsFolder::get_slice(const std::string& name, int64_t dim, int64_t start, int64_t length) const {
+  const TensorEntry& whole = entry(name);
+  SWIFT_ASSERT(dim >= 0 && dim < static_cast<int64_t>(whole.shape.size()) && start >= 0 && length > 0 &&
+                   start + length <= whole.shape[static_cast<size_t>(dim)],
+               "a slice inside the tensor");
+  const auto it = split_.find(name);
+  if (it == split_.end()) return file_holding(name).get(name).narrow(dim, start, length);
+  const Split& split = it->second;
+  std::vector<at::Tensor> pieces;
+  int64_t offset = 0;  // where the part starts along split.dim
+  for (const size_t f : split.files) {
+    const at::Tensor part = files_[f]->get(name);
+    const int64_t size = part.size(split.dim);
+    if (dim != split.dim) {
+      pieces.push_back(part.narrow(dim, start, length));
+    } else {
+      const int64_t begin = std::max(start, offset), end = std::min(start + length, offset + size);
+      if (begin < end) pieces.push_back(part.narrow(dim, begin - offset, end - begin));
+    }
+    offset += size;
+  }
+  return pieces.size() == 1 ? pieces.front() : at::cat(pieces, split.dim);
+}
+
 void SafetensorsFolder::release(const std::string& name) const {
   const auto it = split_.find(name);
   if (it == split_.end()) return file_holding(name).release(name);

@@ -17,6 +17,7 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/model_parallel_files.h"
 #include "swift/io/safetensors_folder.h"
+#include "swift/model/expert_weights.h"
 #include "swift/model/init_weights.h"
 #include "swift/model/param_sharding.h"
 
@@ -71,6 +72,9 @@ void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10:
         data = homes[next_home++];
         if (with_values) data.copy_(p.detach());
         break;
+      case Placement::kDeferred:  // without files (initialised weights) there is nothing to read later
+        data = with_values ? p.detach().to(device) : shape_only(p.sizes(), p.options().device(device));
+        break;
       case Placement::kElsewhere:
         data = shape_only(p.sizes(), p.options().device(device));
         break;
@@ -79,8 +83,8 @@ void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10:
   }
 }
 
-// where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere parameter is checked
-// against the files but not read.
+// where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere or kDeferred parameter is
+// checked against the files but not read.
 void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantizer* quantizer, c10::Device device,
                       const std::vector<Placement>& where) {
   auto weights = io::SafetensorsFolder::open(dir);
@@ -92,10 +96,29 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
   size_t index = 0;
   for (auto& item : model->named_parameters()) {
     const std::string& name = item.key();
-    const bool elsewhere = !where.empty() && where[index++] == Placement::kElsewhere;
+    const Placement place = where.empty() ? Placement::kDevice : where[index++];
+    const bool elsewhere = place == Placement::kElsewhere || place == Placement::kDeferred;
     if (used.count(name)) continue;  // a quantized layer's weight
     if (!weights.contains(name)) {
-      missing.push_back(name);
+      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
+      if (!experts) {
+        missing.push_back(name);
+        continue;
+      }
+      // A mixture-of-experts layer's experts, stored one tensor per expert and projection.
+      missing.insert(missing.end(), experts->missing.begin(), experts->missing.end());
+      if (!experts->problem.empty()) misshapen.push_back(experts->problem);
+      if (!experts->missing.empty() || !experts->problem.empty()) continue;
+      if (at::IntArrayRef(experts->shape) != item.value().sizes()) {
+        misshapen.push_back(name + ": checkpoint's experts stack to " + shape_string(experts->shape) +
+                            ", model expects " + shape_string(item.value().sizes()));
+        continue;
+      }
+      if (!elsewhere)
+        with_context("loading " + name + " from the experts' tensors in " + dir.string(),
+                     [&] { read_stored_experts(weights, *experts, item.value()); });
+      for (const auto& keys : experts->keys) used.insert(keys.begin(), keys.end());
+      used.insert(name);
       continue;
     }
     const auto& entry = weights.entry(name);
@@ -129,6 +152,16 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
     throw DataError(msg, "is this the right folder, with a matching config.json (maybe a LoRA adapter or another "
                          "architecture)? Re-save or re-download the model");
   }
+}
+
+// Hands the model the list of parameters the plan deferred, and their folder, for read_deferred_weights.
+void defer_reading(CausalLM& model, const std::vector<Placement>& where, const fs::path& dir) {
+  auto deferred = std::make_shared<DeferredWeights>();
+  deferred->folder = dir;
+  size_t index = 0;
+  for (const auto& item : model->named_parameters())
+    if (where[index++] == Placement::kDeferred) deferred->names.insert(item.key());
+  if (!deferred->names.empty()) model->set_deferred_weights(std::move(deferred));
 }
 
 // DataError when the weights `config` describes cannot fit in the memory `device` has (when that is known).
@@ -184,6 +217,7 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
     if (has_weights) {
       if (planned) place_parameters(model, where, options.device, /*with_values=*/false);
       fill_from_folder(model, dir, quantizer, options.device, where);
+      if (planned) defer_reading(model, where, dir);
       log_debug("loaded ", count_parameters(model), " parameters from ", dir.string());
     } else {
       init_weights(model, options.init_strategy, options.seed);  // the whole model: the same values on every rank
@@ -200,6 +234,55 @@ CausalLM load_model(const fs::path& dir, const LoadOptions& options) {
     model->eval();
     return model;
   });
+}
+
+int64_t read_deferred_weights(CausalLM& model, const WeightSliceOf& slice_of) {
+  DeferredWeights* deferred = model->deferred_weights();
+  if (!deferred) return 0;
+  auto weights = io::SafetensorsFolder::open(deferred->folder);
+  torch::NoGradGuard no_grad;
+  int64_t bytes = 0;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (!deferred->names.count(name)) continue;
+    at::Tensor& p = item.value();
+    const std::optional<WeightSlice> slice = slice_of ? slice_of(name) : std::nullopt;
+    if (!weights.contains(name)) {  // stacked experts (not split by tensor parallelism)
+      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
+      SWIFT_CHECK(experts && experts->missing.empty() && !slice, DataError,
+                  deferred->folder.string() + " lost " + name + " after loading",
+                  "keep a model's folder unchanged while a run loads it");
+      p.set_data(at::empty(p.sizes(), p.options()));
+      read_stored_experts(weights, *experts, p);
+      bytes += static_cast<int64_t>(p.nbytes());
+      continue;
+    }
+    with_context("loading " + name + " from " + weights.file_of(name).filename().string(), [&] {
+      const at::Tensor source =
+          slice ? weights.get_slice(name, slice->dim, slice->start, slice->length) : weights.get(name);
+      SWIFT_CHECK(source.sizes() == p.sizes(), DataError,
+                  "the file holds " + shape_string(source.sizes()) + " where this rank's parameter is " +
+                      shape_string(p.sizes()),
+                  "keep a model's folder unchanged while a run loads it");
+      p.set_data(at::empty(p.sizes(), p.options()));
+      p.copy_(source);
+    });
+    weights.release(name);
+    bytes += static_cast<int64_t>(p.nbytes());
+  }
+  model->set_deferred_weights(nullptr);
+  return bytes;
+}
+
+bool claim_deferred_parameter(CausalLM& model, const std::string& name) {
+  DeferredWeights* deferred = model->deferred_weights();
+  if (!deferred || deferred->names.erase(name) == 0) return false;
+  for (auto& item : model->named_parameters())
+    if (item.key() == name) {
+      at::Tensor& p = item.value();
+      p.set_data(at::empty(p.sizes(), p.options()));
+    }
+  return true;
 }
 
 int64_t count_parameters(CausalLM& model) {
@@ -239,6 +322,7 @@ void save_model_description(CausalLM& model, const fs::path& dir, const SaveOpti
 }
 
 void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options, const fs::path& copy_from) {
+  SWIFT_ASSERT(!model->deferred_weights(), "a model is saved after read_deferred_weights gave it its values");
   AtomicDir out(dir);
   io::NamedTensors tensors;
   std::map<std::string, const LinearImpl*> quantized;  // weight key -> its layer
@@ -253,6 +337,7 @@ void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options
     }
     at::Tensor t = item.value().detach();
     if (options.dtype) t = t.to(*options.dtype);
+    if (append_stored_experts(item.key(), t, tensors)) continue;  // as transformers saves experts: one per tensor
     tensors.emplace_back(item.key(), t);
   }
   SWIFT_ASSERT(quantized.empty() || options.quantization_config || model->config().raw.contains("quantization_config"),

@@ -8,6 +8,7 @@
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/autograd/custom_function.h>
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "swift/core/error.h"
 #include "swift/model/autocast.h"
+#include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
 
 namespace swift::model {
@@ -70,19 +72,45 @@ struct CheckpointState : torch::CustomClassHolder {
   std::vector<at::Tensor> params;
   RngState rng;
   std::optional<c10::ScalarType> autocast;
+  // A mixture-of-experts layer recording its router logits (record_router_logits) when the forward ran: they are
+  // a second output of the node, so the auxiliary loss computed from them reaches the router through the
+  // recomputation.
+  bool records_router = false;
 };
+
+// Runs the layer; a recording sparse layer's router logits go into `logits` (the layer's own log set aside and put
+// back after).
+at::Tensor run_layer(CheckpointState& state, const at::Tensor& x, std::vector<at::Tensor>& logits) {
+  if (!state.records_router) return state.layer->forward(x, state.in);
+  SparseMoeBlockImpl* moe = state.layer->moe.get();
+  std::vector<at::Tensor>* const own = moe->router_log;
+  moe->router_log = &logits;
+  at::Tensor y;
+  try {
+    y = state.layer->forward(x, state.in);
+  } catch (...) {
+    moe->router_log = own;
+    throw;
+  }
+  moe->router_log = own;
+  return y;
+}
 
 class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
  public:
   // Runs with grad mode off (Function::apply disables it). `params` are inputs only so that autograd routes their
   // gradients through this node; the layer reads them itself.
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList /*params*/,
-                            const c10::intrusive_ptr<CheckpointState>& state) {
+  // Outputs: the layer's, then a recording sparse layer's router logits.
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, at::TensorList /*params*/,
+                               const c10::intrusive_ptr<CheckpointState>& state) {
     state->rng = RngState::capture(x.device());
     state->autocast = AutocastScope::current(x.device().type());
     ctx->save_for_backward({x});
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
-    return state->layer->forward(x, state->in);
+    std::vector<at::Tensor> logits;
+    variable_list out{run_layer(*state, x, logits)};
+    out.insert(out.end(), logits.begin(), logits.end());
+    return out;
   }
 
   // grads of (x, params..., state).
@@ -91,8 +119,8 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
     const at::Tensor x = ctx->get_saved_variables().at(0);
     const size_t n = state->params.size();
     variable_list result(n + 2);
-    const at::Tensor& grad = grad_outputs.at(0);
-    if (!grad.defined()) return result;
+    if (std::none_of(grad_outputs.begin(), grad_outputs.end(), [](const at::Tensor& g) { return g.defined(); }))
+      return result;
 
     // Which gradients the engine wants: slot 0 is x, slot 1 + i is params[i].
     std::vector<size_t> slots;
@@ -112,7 +140,7 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
 
     ParamSharding* sharding = param_sharding();
     if (sharding) sharding->gather(state->layer->parameters());
-    at::Tensor y;
+    variable_list outputs;
     {
       // Recompute under the forward's RNG state, then give the generators back their current state so the
       // recomputation draws nothing from the stream the rest of training sees.
@@ -120,12 +148,21 @@ class CheckpointedLayer : public torch::autograd::Function<CheckpointedLayer> {
       state->rng.restore();
       at::AutoGradMode grad_mode(true);
       const AutocastScope autocast(x.device().type(), state->autocast);
-      y = state->layer->forward(xd, state->in);
+      std::vector<at::Tensor> logits;
+      outputs.push_back(run_layer(*state, xd, logits));
+      outputs.insert(outputs.end(), logits.begin(), logits.end());
       now.restore();
     }
-    auto grads = torch::autograd::grad({y}, wrt, {grad}, /*retain_graph=*/false, /*create_graph=*/false,
+    variable_list ys, grads_of_ys;  // the outputs whose gradient came back
+    for (size_t k = 0; k < outputs.size() && k < grad_outputs.size(); ++k)
+      if (grad_outputs[k].defined()) {
+        ys.push_back(outputs[k]);
+        grads_of_ys.push_back(grad_outputs[k]);
+      }
+    auto grads = torch::autograd::grad(ys, wrt, grads_of_ys, /*retain_graph=*/false, /*create_graph=*/false,
                                        /*allow_unused=*/true);
-    y = at::Tensor();
+    outputs.clear();
+    ys.clear();
     if (sharding) {  // ZeRO-3: this layer's gradients go into their owners' .grad now, then its values are freed
       std::vector<at::Tensor> params, param_grads;
       for (size_t k = 0; k < slots.size(); ++k) {
@@ -151,15 +188,18 @@ at::Tensor checkpointed_layer_forward(const std::shared_ptr<DecoderLayerImpl>& l
   auto state = c10::make_intrusive<CheckpointState>();
   state->layer = layer;
   state->in = in;
+  std::vector<at::Tensor>* const router_log = layer->moe ? layer->moe->router_log : nullptr;
+  state->records_router = router_log != nullptr;
   for (const auto& p : layer->parameters())
     if (p.requires_grad()) state->params.push_back(p);
   // ZeRO-3: the layer's values only while it runs. Gathered before apply, because apply creates the parameters'
   // gradient accumulators, which remember the shape the parameters have at that moment.
   ParamSharding* sharding = param_sharding();
   if (sharding) sharding->gather(layer->parameters());
-  at::Tensor y = CheckpointedLayer::apply(x, at::TensorList(state->params), state);
+  variable_list out = CheckpointedLayer::apply(x, at::TensorList(state->params), state);
   if (sharding) sharding->release(layer->parameters());
-  return y;
+  if (router_log) router_log->insert(router_log->end(), out.begin() + 1, out.end());
+  return out.front();
 }
 
 }  // namespace swift::model

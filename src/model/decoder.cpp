@@ -12,6 +12,7 @@
 #include "swift/model/checkpointing.h"
 #include "swift/model/context_parallel.h"
 #include "swift/model/family_registry.h"
+#include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
 #include "swift/model/tensor_parallel.h"
@@ -170,10 +171,12 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs
   return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
 }
 
-MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) {
-  gate_proj = register_module("gate_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options));
-  up_proj = register_module("up_proj", Linear(c.hidden_size, c.intermediate_size, c.mlp_bias, options));
-  down_proj = register_module("down_proj", Linear(c.intermediate_size, c.hidden_size, c.mlp_bias, options));
+MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) : MLPImpl(c, c.intermediate_size, options) {}
+
+MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& options) {
+  gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+  up_proj = register_module("up_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+  down_proj = register_module("down_proj", Linear(width, c.hidden_size, c.mlp_bias, options));
 }
 
 at::Tensor MLPImpl::forward(const at::Tensor& input) {
@@ -183,7 +186,10 @@ at::Tensor MLPImpl::forward(const at::Tensor& input) {
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
   self_attn = register_module("self_attn", Attention(c, layer_index, options));
-  mlp = register_module("mlp", MLP(c, options));
+  if (c.sparse_layer(layer_index))
+    moe = register_module("mlp", std::make_shared<SparseMoeBlockImpl>(c, options));
+  else
+    mlp = register_module("mlp", MLP(c, options));
   input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
   post_attention_layernorm =
       register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
@@ -191,7 +197,8 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, co
 
 at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
   auto h = x + self_attn(input_layernorm(x), in);
-  return h + mlp(post_attention_layernorm(h));
+  const at::Tensor normed = post_attention_layernorm(h);
+  return h + (moe ? moe->forward(normed) : mlp(normed));
 }
 
 DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& options) {

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "swift/model/model_config.h"
 
 using nlohmann::json;
@@ -61,6 +63,45 @@ void apply_qwen3(const json& j, ModelConfig& c, std::vector<std::string>& proble
   qwen_sliding_windows(j, c, problems);
 }
 
+// Qwen2-MoE / Qwen3-MoE: a sparse block on every decoder_sparse_step-th layer not in mlp_only_layers.
+void qwen_moe(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  MoeConfig& m = c.moe;
+  // transformers v5 writes num_experts as num_local_experts (its attribute_map); the hub's configs say num_experts.
+  m.num_experts = integer(j, "num_experts", integer(j, "num_local_experts", 0));
+  m.experts_per_token = integer(j, "num_experts_per_tok", 0);
+  m.expert_intermediate_size = integer(j, "moe_intermediate_size", 0);
+  m.norm_topk_prob = flag(j, "norm_topk_prob", false);
+  m.router_aux_loss_coef = j.contains("router_aux_loss_coef") && j.at("router_aux_loss_coef").is_number()
+                               ? j.at("router_aux_loss_coef").get<double>() : 0.001;
+  const int64_t step = integer(j, "decoder_sparse_step", 1);
+  std::vector<int64_t> dense_only;
+  if (j.contains("mlp_only_layers") && j.at("mlp_only_layers").is_array())
+    for (const auto& l : j.at("mlp_only_layers"))
+      if (l.is_number_integer()) dense_only.push_back(l.get<int64_t>());
+  if (m.num_experts <= 0) return;  // transformers: no sparse layer at all
+  if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts)
+    problems.push_back("num_experts_per_tok must be between 1 and num_experts (" + std::to_string(m.num_experts) +
+                       "), got " + std::to_string(m.experts_per_token));
+  if (m.expert_intermediate_size <= 0)
+    problems.push_back("moe_intermediate_size must be positive, got " + std::to_string(m.expert_intermediate_size));
+  if (step <= 0) problems.push_back("decoder_sparse_step must be positive, got " + std::to_string(step));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    m.sparse_layers.push_back(step > 0 && (i + 1) % step == 0 &&
+                              std::find(dense_only.begin(), dense_only.end(), i) == dense_only.end());
+}
+
+void apply_qwen2_moe(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  c.qkv_bias = flag(j, "qkv_bias", true);
+  qwen_sliding_windows(j, c, problems);
+  qwen_moe(j, c, problems);
+  c.moe.shared_expert_intermediate_size = integer(j, "shared_expert_intermediate_size", 5632);
+}
+
+void apply_qwen3_moe(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  apply_qwen3(j, c, problems);
+  qwen_moe(j, c, problems);
+}
+
 void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
   explicit_head_dim(j, c, c.head_dim);
   const int64_t window = integer(j, "sliding_window", 0);
@@ -75,6 +116,8 @@ const std::vector<ModelFamily>& model_families() {
       {"mistral", {"MistralForCausalLM"}, "mistral", apply_mistral},
       {"qwen2", {"Qwen2ForCausalLM"}, "qwen2_5", apply_qwen2},
       {"qwen3", {"Qwen3ForCausalLM"}, "qwen3", apply_qwen3},
+      {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
+      {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
   };
   return families;
 }

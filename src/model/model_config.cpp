@@ -216,11 +216,20 @@ double parameter_count(const ModelConfig& c) {
   double layer = hidden * (q + 2 * kv) + q * hidden;                 // q, k, v, o
   if (qkv_bias) layer += q + 2 * kv;
   if (c.attention_bias) layer += hidden;
-  layer += 3 * hidden * inter + (c.mlp_bias ? 2 * inter + hidden : 0);  // gate, up, down
   layer += 2 * hidden + (c.qk_norm ? 2 * static_cast<double>(c.head_dim) : 0);  // norms
+  const double dense_mlp = 3 * hidden * inter + (c.mlp_bias ? 2 * inter + hidden : 0);  // gate, up, down
+  const double experts = static_cast<double>(c.moe.num_experts);
+  const double sparse_mlp = experts * hidden                                                       // router
+                            + experts * 3 * hidden * static_cast<double>(c.moe.expert_intermediate_size)
+                            + (c.moe.shared_expert_intermediate_size > 0
+                                   ? 3 * hidden * static_cast<double>(c.moe.shared_expert_intermediate_size) + hidden
+                                   : 0);  // the shared expert and its gate
+  double layers = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+    layers += layer + (c.is_moe() && c.sparse_layer(i) ? sparse_mlp : dense_mlp);
   const double embedding = static_cast<double>(c.vocab_size) * hidden;
   const double head = c.num_labels > 0 ? hidden * static_cast<double>(c.num_labels) : c.tie_word_embeddings ? 0 : embedding;
-  return embedding + head + static_cast<double>(c.num_hidden_layers) * layer + hidden;  // + the final norm
+  return embedding + head + layers + hidden;  // + the final norm
 }
 
 json model_config_to_json(const ModelConfig& config) {

@@ -113,6 +113,10 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
     return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
            std::to_string(size);
   };
+  if (c.is_moe())
+    return "its mixture-of-experts layers (" + std::to_string(c.moe.num_experts) +
+           " experts) are not split by tensor parallelism yet; train it with --pp_size, --deepspeed or data "
+           "parallelism";
   if (c.num_attention_heads % size) return not_divided("num_attention_heads", c.num_attention_heads);
   if (c.num_key_value_heads % size && size % c.num_key_value_heads)
     return "num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ") and the tensor-parallel size " +
@@ -124,6 +128,8 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
 
 TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm,
                                           bool sequence_parallel) {
+  SWIFT_CHECK(!model->config().is_moe(), UsageError,
+              "tensor parallelism: " + tensor_parallel_problem(model->config(), comm->size()), "use another layout");
   const std::string problem = tensor_parallel_problem(model->config(), comm->size());
   SWIFT_CHECK(problem.empty(), UsageError, "tensor parallelism: " + problem, "choose a --tp_size that divides it");
   TensorParallelSplit out;

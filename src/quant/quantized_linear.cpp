@@ -5,6 +5,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include "swift/core/error.h"
+#include "swift/model/moe.h"
 #include "swift/quant/bnb_tensors.h"
 
 namespace swift::quant {
@@ -50,7 +51,8 @@ std::vector<std::pair<std::string, model::LinearImpl*>> quantizable_linears(mode
   std::vector<std::pair<std::string, model::LinearImpl*>> out;
   for (const auto& item : model->model->layers->named_modules("model.layers")) {
     auto* linear = dynamic_cast<model::LinearImpl*>(item.value().get());
-    if (linear == nullptr || skipped(config, item.key())) continue;
+    // A mixture-of-experts router stays dense, as bitsandbytes (which quantizes nn.Linear only) leaves it.
+    if (linear == nullptr || skipped(config, item.key()) || model::is_router(item.key())) continue;
     out.emplace_back(item.key(), linear);
   }
   return out;

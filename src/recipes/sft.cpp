@@ -2,6 +2,8 @@
 // job (train/trainer.h) with the causal LM objective. pt is the same job with plain text instead of a chat template,
 // loss on every token, and full fine-tuning by default.
 #include "swift/cli/common_setup.h"
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
 #include "swift/recipes/commands.h"
 #include "swift/train/causal_lm_objective.h"
 #include "swift/train/trainer.h"
@@ -24,7 +26,20 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
   problems.raise();  // every problem with the command line at once, before anything is loaded
   train::TrainingHooks hooks;
   hooks.make_objective = [](const train::ObjectiveContext& c) {
-    return train::causal_lm_objective(c.options.data.padding_free);
+    train::CausalLmObjectiveOptions objective;
+    objective.padding_free = c.options.data.padding_free;
+    if (c.policy->config().is_moe()) {
+      objective.router_aux_loss_coef = c.options.router_aux_loss_coef;
+      // Each stage would see its own layers' routers only.
+      SWIFT_CHECK(objective.router_aux_loss_coef == 0 || c.options.parallel.pp_size == 1, UsageError,
+                  "--router_aux_loss_coef with --pp_size " + std::to_string(c.options.parallel.pp_size) +
+                      " is not available yet",
+                  "leave --router_aux_loss_coef at 0 (ms-swift's default), or train without pipeline parallelism");
+    } else if (c.options.router_aux_loss_coef > 0) {
+      log_info("--router_aux_loss_coef ", c.options.router_aux_loss_coef, " has no effect: ",
+               c.policy->config().model_type, " has no mixture-of-experts layers");
+    }
+    return train::causal_lm_objective(objective);
   };
   return train::run_training(options, hooks);
 }

@@ -66,6 +66,14 @@ void turn_dropout_off(const train::ObjectiveContext& ctx) {
   tuners::set_lora_dropout(policy, 0.0);
 }
 
+// The preference losses do not add a mixture-of-experts model's load-balancing loss yet: said, not skipped.
+void refuse_router_aux_loss(const train::ObjectiveContext& ctx) {
+  SWIFT_CHECK(!(ctx.policy->config().is_moe() && ctx.options.router_aux_loss_coef > 0), UsageError,
+              "swift rlhf with --router_aux_loss_coef is not available yet (the router's load-balancing loss is "
+              "added in swift sft/pt)",
+              "leave --router_aux_loss_coef at 0, ms-swift's default");
+}
+
 // The frozen reference of DPO and KTO: null for the policy with its adapter switched off (LoRA), else --ref_model
 // (default --model) loaded as the policy was.
 model::CausalLM reference_model(const train::ObjectiveContext& ctx, const RlhfOptions& options) {
@@ -103,6 +111,7 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
   train::TrainingHooks hooks;
   if (options.reward_model()) {
     hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {
+      refuse_router_aux_loss(ctx);
       turn_dropout_off(ctx);
       return reward_model_objective(options.center_rewards_coefficient);
     };
@@ -112,6 +121,7 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
     return hooks;
   }
   hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {
+    refuse_router_aux_loss(ctx);
     turn_dropout_off(ctx);
     model::CausalLM reference = options.preference.needs_reference() ? reference_model(ctx, options) : model::CausalLM{nullptr};
     return options.preference.method == PreferenceMethod::kKto ? kto_objective(options.preference, std::move(reference))

@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "swift/data/packing.h"
+#include "swift/model/moe.h"
 #include "swift/train/loss.h"
 
 namespace swift::train {
@@ -20,33 +21,49 @@ namespace {
 
 class CausalLmObjective : public TrainingObjective {
  public:
-  explicit CausalLmObjective(bool padding_free) : padding_free_(padding_free) {}
+  explicit CausalLmObjective(const CausalLmObjectiveOptions& options) : options_(options) {}
   data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
-    if (!padding_free_ || items.size() < 2) return data::collate(items, pad_id);
+    if (!options_.padding_free || items.size() < 2) return data::collate(items, pad_id);
     const data::Example row = data::pack_row(items);
     return data::collate({&row}, pad_id);
   }
   double units(const data::Batch& batch) const override { return static_cast<double>(batch.label_tokens); }
-  std::vector<std::string> metric_names() const override { return {"loss", "token_acc"}; }
+  std::vector<std::string> metric_names() const override {
+    if (aux_loss()) return {"loss", "token_acc", "aux_loss"};
+    return {"loss", "token_acc"};
+  }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    auto sums = causal_lm_loss_sums_from_hidden(policy->forward_hidden(forward_args(batch, policy->device())),
-                                                batch.labels, [&](const at::Tensor& h) { return policy->logits(h); },
+    std::vector<at::Tensor> routers;  // each sparse layer's router logits, for the auxiliary loss
+    const bool aux = aux_loss() && policy->config().is_moe();
+    if (aux) model::record_router_logits(policy, &routers);
+    const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
+    if (aux) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
+    auto sums = causal_lm_loss_sums_from_hidden(hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); },
                                                 VocabSplit{policy->tensor_parallel(), policy->vocab_start()},
                                                 batch.labels_shifted);
     const auto tokens = static_cast<double>(sums.tokens);
     const at::Tensor loss = sums.loss_sum.detach().to(at::kDouble).reshape({1});
-    const at::Tensor rest = at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options());
-    return {sums.loss_sum, at::cat({loss, rest}).view({2, 2})};
+    at::Tensor metrics = at::cat({loss, at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options())});
+    MicroBatchResult result{sums.loss_sum, metrics.view({2, 2})};
+    if (aux) {
+      const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
+      const at::Tensor aux_loss = model::load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
+      result.unnormalised_loss = options_.router_aux_loss_coef * aux_loss;
+      const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
+      result.metrics = at::cat({result.metrics, logged.to(loss.device())});
+    }
+    return result;
   }
 
  private:
-  bool padding_free_;
+  bool aux_loss() const { return options_.router_aux_loss_coef > 0; }
+  CausalLmObjectiveOptions options_;
 };
 
 }  // namespace
 
-std::unique_ptr<TrainingObjective> causal_lm_objective(bool padding_free) {
-  return std::make_unique<CausalLmObjective>(padding_free);
+std::unique_ptr<TrainingObjective> causal_lm_objective(const CausalLmObjectiveOptions& options) {
+  return std::make_unique<CausalLmObjective>(options);
 }
 
 }  // namespace swift::train

@@ -63,7 +63,7 @@ TrainingModel build_training_model(const TrainingOptions& options, const Trainin
   const double memory_before = memory_high_water_bytes(load.device);
   m.model = quant::load_model(!resume.empty() && !adapter ? resume : mo.dir, load, options.tuner.quantization);
   m.load = load;
-  m.load.placement = nullptr;  // for models loaded besides (a reference): whole
+  m.load.placement = parallel.frozen_placement_plan();  // for a model loaded besides (a reference)
   parallel.log_loaded(m.model, memory_before);
   m.quantization = options.tuner.quantization;
   if (!m.quantization && model::quantized_bytes(m.model).second > 0) {  // a folder saved quantized (*-bnb-4bit)

@@ -86,6 +86,7 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
       {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)"},
       {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
       {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
+      {"router_aux_loss_coef", FlagType::kFloat, "0", "mixture-of-experts models: weight of the router's load-balancing loss added to the loss (0: none, as ms-swift)"},
       {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)", {"use_bf16"}},
       {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)", {"use_fp16"}},
       {"gradient_checkpointing", FlagType::kBool, "true", "recompute decoder layers in backward instead of keeping activations (less memory, same gradients)"},
@@ -181,6 +182,8 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
   problems.in_range("adam_beta2", opt.beta2, 0, 1, "e.g. 0.95", false, /*max_open=*/true);
   problems.in_range("adam_epsilon", opt.epsilon, 0, kHuge, "e.g. 1e-8", /*min_open=*/true);
   problems.in_range("max_grad_norm", opt.max_grad_norm, 0, kHuge, "e.g. 1.0; 0 turns clipping off");
+  o.router_aux_loss_coef = flags.number("router_aux_loss_coef");
+  problems.in_range("router_aux_loss_coef", o.router_aux_loss_coef, 0, kHuge, "e.g. 0.001 (Qwen3-MoE's config value)");
 
   ScheduleOptions& s = o.schedule;
   s.type_name = flags.str("lr_scheduler_type");

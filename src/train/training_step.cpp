@@ -52,6 +52,12 @@ class StepMicroBatches : public distributed::MicroBatches {
       result = c_.objective.compute(c_.model, *local_[k].batch);
     }
     at::Tensor loss = result.loss / std::max(units_, 1e-12);
+    if (result.unnormalised_loss.defined()) {
+      loss = loss + result.unnormalised_loss;
+      // The logged loss (summed, then divided by the units) holds it as it is too.
+      result.metrics = result.metrics.clone();
+      result.metrics[0][0] += result.unnormalised_loss.detach().to(at::kDouble) * units_;
+    }
     if (local_[k].stand_in) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
     else metrics_[k] = result.metrics;
     return c_.scaler ? c_.scaler->scale(loss) : loss;

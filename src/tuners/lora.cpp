@@ -16,6 +16,8 @@
 #include "swift/core/atomic_write.h"
 #include "swift/core/error.h"
 #include "swift/io/hf_config.h"
+#include "swift/model/checkpoint.h"
+#include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
 #include "swift/tuners/lora_linear.h"
 
@@ -38,12 +40,13 @@ bool name_matches(const std::string& name, const std::string& target) {
 
 bool is_lora_branch(const std::string& name) { return ends_with(name, ".lora_A") || ends_with(name, ".lora_B"); }
 
-// The model's base Linear layers (not LoRA branches), in model order.
+// The model's base Linear layers (not LoRA branches, nor the routers of mixture-of-experts layers, which PEFT does
+// not see as Linear layers), in model order.
 std::vector<std::pair<std::string, model::LinearImpl*>> base_linears(model::CausalLM& model) {
   std::vector<std::pair<std::string, model::LinearImpl*>> out;
   for (const auto& item : model->named_modules("", /*include_self=*/false)) {
     auto* linear = item.value()->as<model::LinearImpl>();
-    if (linear && !is_lora_branch(item.key())) out.emplace_back(item.key(), linear);
+    if (linear && !is_lora_branch(item.key()) && !model::is_router(item.key())) out.emplace_back(item.key(), linear);
   }
   return out;
 }
@@ -281,7 +284,10 @@ LoraConfig load_adapter(model::CausalLM& model, const fs::path& dir, std::option
     throw DataError(msg, "maybe the adapter was trained on another base model?");
   }
   at::NoGradGuard no_grad;
-  for (auto& [key, param] : expected)  // a ZeRO-3 rank skips the base weights (--modules_to_save) it does not own
+  // A tensor-parallel rank reads the base weights trained in full (--modules_to_save) from here, not from the base
+  // model after the split: they get their storage now, before the tensors copied into below alias it.
+  for (const auto& [key, _] : expected) model::claim_deferred_parameter(model, key.substr(kPeftPrefix.size()));
+  for (auto& [key, param] : adapter_state_dict(model, config))  // a ZeRO-3 rank skips the base weights it does not own
     if (model::holds_values(param)) param.copy_(file->get(key));
   return config;
 }

@@ -38,7 +38,7 @@ def rows(d):
 ms, sw = rows(sys.argv[1]), rows(sys.argv[2])
 assert len(ms) == len(sw) == 3, (len(ms), len(sw))
 for a, b in zip(ms, sw):
-    for key in ("loss", "grad_norm", "token_acc", "learning_rate"):
+    for key in ("loss", "grad_norm", "token_acc", "learning_rate") + (("aux_loss",) if "aux" in sys.argv[3] else ()):
         assert abs(a[key] - b[key]) <= 1e-5 + 1e-4 * abs(a[key]), (sys.argv[3], a["global_step/max_steps"], key, a[key], b[key])
 print(f"{sys.argv[3]}: step 1 loss ms-swift {ms[0]['loss']:.6f} swift {sw[0]['loss']:.6f}; "
       f"step 3 loss {ms[2]['loss']:.6f} / {sw[2]['loss']:.6f}")
@@ -53,6 +53,28 @@ ms_sft=("$PY" "$ROOT/tests/e2e/msswift_galore.py")
 both galore --use_galore true --galore_rank 8 --galore_update_proj_gap 2 --galore_scale 0.5 \
   --galore_target_modules q_proj k_proj v_proj o_proj gate_proj up_proj down_proj
 ms_sft=("$MS_SWIFT" sft)
+# Qwen3-MoE (4 experts, top 2; layer 0 dense, layer 1 sparse): full training as ms-swift trains it (its default
+# --router_aux_loss_coef 0: no auxiliary loss).
+mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
+"$PY" - "$TMP/moe_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], num_experts=4, num_experts_per_tok=2,
+         moe_intermediate_size=32, norm_topk_prob=True, mlp_only_layers=[0], decoder_sparse_step=1)
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+run export_moe 0 "$SWIFT" export --model "$TMP/moe_config" --init_strategy normal --seed 7 --output_dir "$TMP/moe"
+dense=("${common[@]}")
+common=("${dense[@]}")
+common[2]="$TMP/moe"; common[4]=qwen3_moe  # --model, --model_type
+both moe
+# With the router's load-balancing loss (ms-swift: output_router_logits, transformers adds coef x aux to the loss):
+# the loss, and aux_loss itself, as ms-swift logs them, and its gradient. Without activation checkpointing: ms-swift
+# on one process checkpoints with use_reentrant=True, whose no-grad first pass leaves the router logits transformers
+# records without a gradient, so there the aux loss is logged but never reaches the routers (its DDP runs,
+# use_reentrant=False, and swift's, which returns the logits from the checkpointed layer, train them).
+both moe_aux --router_aux_loss_coef 0.05 --gradient_checkpointing false
+common=("${dense[@]}")
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's
 # automatic value (16 / batch = 4 here) meets a dataset smaller than one window: transformers then divides DPO's

@@ -43,6 +43,16 @@ for model in qwen3 qwen2; do
   has "tp2_${model}_groups" "model parallel: tp 2 x pp 1 x dp 1" err
   has "tp2_${model}_held" "tensor parallelism holds after the first step" err
   has "tp2_${model}_waiting" "time waiting for collectives per rank (s)" err
+  has "tp2_${model}_deferred" "(tensor parallelism: the weights are read after the split, each rank its slices)" err
+  # Each rank reads only its slices: about half of the model's weights (the norms whole), never the whole model.
+  "$PY" - "$TMP/err" "$TMP/$model/model.safetensors" <<'P' && ok || bad "tp2_$model: a rank read more than its slices"
+import os, re, sys
+unit = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+reads = [float(n) * unit[u] for n, u in re.findall(r"tensor parallel: read ([\d.]+) (\w+) of weights from the files", open(sys.argv[1]).read())]
+whole = os.path.getsize(sys.argv[2])
+assert len(reads) >= 1 and all(0.45 < r / whole < 0.56 for r in reads), (reads, whole)
+print(f"each rank read {reads[0] / whole:.3f} of the model's {whole} bytes")
+P
   compare "tp2_$model" "$TMP/one_$model" "$TMP/tp2_$model"
   for r in 0 1; do
     test -s "$TMP/tp2_$model/checkpoint-4/optimizer-rank0000$r-of-00002.safetensors" && ok \
@@ -123,6 +133,14 @@ compare tp2_lora "$TMP/one_lora" "$TMP/tp2_lora" adapter_model.safetensors
 run tp2sp_lora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --tp_size 2 --sequence_parallel true \
   --output_dir "$TMP/tp2sp_lora"
 compare tp2sp_lora "$TMP/one_lora" "$TMP/tp2sp_lora" adapter_model.safetensors
+# A LoRA checkpoint with a module trained in full (--modules_to_save: the split embedding) resumes at TP=2 with the
+# adapter's embedding, not the base model's the other weights are read from after the split.
+lora6=("${six[@]/full/lora}" --target_modules all-linear --lora_rank 4 --lora_alpha 8 --lora_dropout 0
+       --modules_to_save embed_tokens)
+run tp2_lora6 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora6[@]}" --tp_size 2 --output_dir "$TMP/tp2_lora6"
+run tp2_lora6_resumed 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora6[@]}" --tp_size 2 \
+  --output_dir "$TMP/r5" --resume_from_checkpoint "$TMP/tp2_lora6/checkpoint-3"
+tail_like tp2_lora6_resumed "$TMP/tp2_lora6" "$TMP/r5" 0
 # DoRA: on the row-split o_proj/down_proj the rows' norms sum their squares over the group; the magnitude whole.
 run one_dora 0 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --use_dora true --output_dir "$TMP/one_dora"
 run tp2_dora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]}" --use_dora true --tp_size 2 \

@@ -256,6 +256,19 @@ TEST_F(ModelPartsTest, ReadsTheWholeTensorsPutTogether) {
   EXPECT_TRUE(SafetensorsFolder::has_weights(dir("parts")));
 }
 
+// A slice (a tensor-parallel rank of another layout reading its part) comes from the parts it overlaps: within one
+// part, across two, along the other dimension; and from a plain tensor as a view.
+TEST_F(ModelPartsTest, SlicesComeFromThePartsTheyOverlap) {
+  const auto folder = SafetensorsFolder::open(parts());
+  EXPECT_TRUE(at::equal(folder.get_slice("q.weight", 0, 0, 2), q_.narrow(0, 0, 2)));
+  EXPECT_TRUE(at::equal(folder.get_slice("q.weight", 0, 1, 2), q_.narrow(0, 1, 2)));
+  EXPECT_TRUE(at::equal(folder.get_slice("q.weight", 0, 3, 1), q_.narrow(0, 3, 1)));
+  EXPECT_TRUE(at::equal(folder.get_slice("q.weight", 1, 2, 3), q_.narrow(1, 2, 3)));
+  EXPECT_TRUE(at::equal(folder.get_slice("o.weight", 1, 1, 3), o_.narrow(1, 1, 3)));
+  EXPECT_TRUE(at::equal(folder.get_slice("o.weight", 0, 4, 2), o_.narrow(0, 4, 2)));
+  EXPECT_TRUE(at::equal(folder.get_slice("head.weight", 1, 3, 3), head_.narrow(1, 3, 3)));
+}
+
 TEST_F(ModelPartsTest, MissingOrMisplacedPartsAreDataErrors) {
   const fs::path d = parts();
   move_part(d, 0);  // both parts at rows [0, 2): rows [2, 4) nowhere

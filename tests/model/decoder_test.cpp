@@ -205,6 +205,68 @@ TEST(Checkpoint, PlacementPlanReadsOnlyWhatThisRankKeeps) {
   EXPECT_THROW(model::load_model(tmp / "bad", options), DataError);
 }
 
+// Tensor-parallel loading: deferred parameters stay shape-only through the load and are read later, whole or only
+// the slice a rank keeps (its shape already cut); a parameter claimed in between (a resumed adapter's
+// --modules_to_save) is left to its claimant. Without files (--init_strategy) nothing is deferred.
+TEST(Checkpoint, DeferredWeightsAreReadLaterWholeOrAsSlices) {
+  torch::NoGradGuard no_grad;
+  test::TempDir tmp;
+  auto model = test::random_model(test::tiny_config("qwen2"), 5);
+  model::save_model(model, tmp / "m");
+  model::LoadOptions options;
+  options.placement = [](const std::vector<model::ParameterInfo>& infos) {
+    return std::vector<model::Placement>(infos.size(), model::Placement::kDeferred);
+  };
+  auto loaded = model::load_model(tmp / "m", options);
+  ASSERT_NE(loaded->deferred_weights(), nullptr);
+  EXPECT_EQ(loaded->deferred_weights()->folder, tmp / "m");
+  for (const auto& item : loaded->named_parameters()) {
+    EXPECT_FALSE(model::holds_values(item.value())) << item.key();
+    EXPECT_EQ(loaded->deferred_weights()->names.count(item.key()), 1u) << item.key();
+  }
+  const auto want = model->named_parameters();
+  // Rows 32..63 of the embedding, columns 16..47 of one o_proj (as a rank of a TP group of two / of four keeps).
+  const model::WeightSlice rows{0, 32, 32}, columns{1, 16, 32};
+  const std::string embed = "model.embed_tokens.weight", o_proj = "model.layers.1.self_attn.o_proj.weight";
+  for (auto& item : loaded->named_parameters()) {
+    if (item.key() == embed) item.value().set_data(model::shape_only({32, item.value().size(1)}, item.value().options()));
+    if (item.key() == o_proj) item.value().set_data(model::shape_only({item.value().size(0), 32}, item.value().options()));
+  }
+  const std::string norm = "model.norm.weight";
+  EXPECT_TRUE(model::claim_deferred_parameter(loaded, norm));
+  EXPECT_FALSE(model::claim_deferred_parameter(loaded, norm));
+  loaded->named_parameters()[norm].fill_(7.0f);
+  const int64_t bytes = model::read_deferred_weights(loaded, [&](const std::string& name) -> std::optional<model::WeightSlice> {
+    if (name == embed) return rows;
+    if (name == o_proj) return columns;
+    return std::nullopt;
+  });
+  EXPECT_EQ(loaded->deferred_weights(), nullptr);
+  int64_t expected_bytes = 0;
+  for (const auto& item : loaded->named_parameters()) {
+    const at::Tensor& p = item.value();
+    ASSERT_TRUE(model::holds_values(p)) << item.key();
+    if (item.key() == norm) {
+      EXPECT_TRUE(at::equal(p, at::full_like(p, 7.0f))) << "a claimed parameter keeps its claimant's values";
+      continue;
+    }
+    expected_bytes += static_cast<int64_t>(p.nbytes());
+    const at::Tensor& whole = want[item.key()];
+    if (item.key() == embed) EXPECT_TRUE(at::equal(p, whole.narrow(0, 32, 32)));
+    else if (item.key() == o_proj) EXPECT_TRUE(at::equal(p, whole.narrow(1, 16, 32)));
+    else EXPECT_TRUE(at::equal(p, whole)) << item.key();
+  }
+  EXPECT_EQ(bytes, expected_bytes);
+  EXPECT_EQ(model::read_deferred_weights(loaded), 0) << "nothing left to read";
+
+  fs::create_directories(tmp / "init");
+  io::write_json_file(tmp / "init" / "config.json", test::tiny_config("qwen2"));
+  options.init_strategy = "normal";
+  auto initialised = model::load_model(tmp / "init", options);
+  EXPECT_EQ(initialised->deferred_weights(), nullptr);
+  for (const auto& item : initialised->named_parameters()) EXPECT_TRUE(model::holds_values(item.value())) << item.key();
+}
+
 TEST(Checkpoint, FolderWithoutWeightsNeedsInitStrategy) {
   test::TempDir tmp;
   io::write_json_file(tmp / "config.json", test::tiny_config("qwen2"));

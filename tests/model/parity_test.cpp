@@ -114,7 +114,11 @@ TEST_F(ParityTest, Bf16LogitsWithinBf16Tolerance) {
     auto expected = c.ref->get("bf16_logits");
     const double max_diff = max_abs_diff(logits, expected);
     const double mean_diff = (logits - expected).abs().mean().item<double>();
-    EXPECT_LE(max_diff, 0.1) << name;
+    // A mixture-of-experts token near a routing tie can pick another expert in bf16: transformers' own bf16 logits
+    // differ from its fp32 ones by 0.23 on such a token (qwen3_moe_every_layer), and from another bf16 load of the
+    // same folder by 0.24. The means below still hold.
+    const bool moe = name.find("moe") != std::string::npos;
+    EXPECT_LE(max_diff, moe ? 0.5 : 0.1) << name;
     EXPECT_LE(mean_diff, 0.02) << name;
     // And bf16 stays close to the fp32 truth.
     EXPECT_LE((logits - c.ref->get("logits")).abs().mean().item<double>(), 0.05) << name;
@@ -127,7 +131,7 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   torch::NoGradGuard no_grad;
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
-  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral"}) {
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe"}) {
     for (const bool tied : {false, true}) {
       auto config = test::tiny_config(family);
       config["tie_word_embeddings"] = tied;

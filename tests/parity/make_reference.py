@@ -40,6 +40,14 @@ CASES = {
     "qwen3_sliding": ("Qwen3Config", dict(head_dim=16, use_sliding_window=True, sliding_window=3, max_window_layers=0), False),
     "mistral_default": ("MistralConfig", dict(sliding_window=None), False),
     "mistral_sliding": ("MistralConfig", dict(sliding_window=5, head_dim=32), False),
+    # Mixture of experts: 4 experts, top 2 (their probabilities renormalised, or not); a dense layer beside a sparse
+    # one (mlp_only_layers); Qwen2-MoE's sigmoid-gated shared expert.
+    "qwen3_moe": ("Qwen3MoeConfig", dict(head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                         norm_topk_prob=True, mlp_only_layers=[0]), False),
+    "qwen3_moe_every_layer": ("Qwen3MoeConfig", dict(head_dim=16, num_experts=6, num_experts_per_tok=3,
+                                                     moe_intermediate_size=24, norm_topk_prob=False), False),
+    "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                         shared_expert_intermediate_size=48, decoder_sparse_step=2), False),
 }
 
 

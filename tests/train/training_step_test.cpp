@@ -85,7 +85,7 @@ TEST(TrainStep, AccumulatedMicroBatchesUpdateAsOneLargeBatch) {
 // gradient norm and loss.
 TEST(TrainStep, PaddingFreeRowsTrainAsPaddedOnes) {
   StepRig padded(/*batch=*/4), flat(/*batch=*/4);
-  flat.objective = train::causal_lm_objective(/*padding_free=*/true);
+  flat.objective = train::causal_lm_objective({/*padding_free=*/true});
   std::vector<const data::Example*> items;
   const auto some = examples();
   for (size_t i = 0; i < 3; ++i) items.push_back(&some[i]);

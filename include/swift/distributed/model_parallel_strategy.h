@@ -6,8 +6,9 @@
 // so a TP group stays within a node and the stages of a pipeline are the farthest apart. The ranks of one replica
 // (its TP x CP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers
 // and (CP) its share of every row.
-//   placement_plan / assign_ownership: each stage reads and keeps its own layers (the first also the embedding, the
-//     last the final norm and the head, and with tied embeddings its copy of the embedding); the TP split after;
+//   placement_plan / assign_ownership: each stage keeps its own layers (the first also the embedding, the last the
+//     final norm and the head, and with tied embeddings its copy of the embedding); with TP they are read only
+//     after the split, each rank its own slices (model::read_deferred_weights), so no rank holds a whole weight;
 //   local_sequences: this rank's share of each row (context parallelism);
 //   run_micro_batches: the 1F1B schedule, activations and their gradients sent between neighbouring stages;
 //   local_range / sum: over the data group, the ranks holding the same part of the model (a replica is one
@@ -73,6 +74,7 @@ class ModelParallel : public ParallelStrategy {
   bool computes_empty_slices() const override { return true; }
   data::Batch local_sequences(const data::Batch& batch) const override;
   model::PlacementPlan placement_plan(const std::vector<std::string>& removed) override;
+  model::PlacementPlan frozen_placement_plan() override;
   void assign_ownership(model::CausalLM& model) override;
   void split_frozen_model(model::CausalLM& model) override;
   ParallelFootprint footprint(model::CausalLM& model) const override;
@@ -107,6 +109,9 @@ class ModelParallel : public ParallelStrategy {
   void keep_own_stage(model::CausalLM& model);
   void run_pipeline(MicroBatches& batches, bool backward);
   void collect_stages_on_rank0(bool trainable_only);
+  // Tensor parallelism: this rank's slices of `model` (and its whole replicated weights), read from the files now
+  // that `split` cut their shapes; logged.
+  void read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& split);
   // Context parallelism: the model's attention reaches the other ranks' keys (ring, or Ulysses where heads divide).
   void split_sequences(model::CausalLM& model);
   // The replicated parameters whose gradient each TP rank has in part, summed over the group.

@@ -122,6 +122,8 @@ class ParallelStrategy {
   // Which of the model's parameters this rank reads from the files (parameter sharding: only its own); empty: all.
   // `removed`: parameters the command drops right after loading, read by no rank.
   virtual model::PlacementPlan placement_plan(const std::vector<std::string>& removed);
+  // The same for a frozen model loaded beside the policy and split by split_frozen_model (rlhf's reference).
+  virtual model::PlacementPlan frozen_placement_plan() { return {}; }
   // After loading, with several ranks: each rank's memory high-water mark and how much loading raised it from
   // `memory_before` (bytes), for the log.
   void log_loaded(const model::CausalLM& model, double memory_before);

@@ -29,6 +29,9 @@ class SafetensorsFolder {
   // A split tensor's entry has its whole shape (and no byte offsets); get() puts its parts together (a copy).
   const TensorEntry& entry(const std::string& name) const;
   at::Tensor get(const std::string& name) const;
+  // [start, start + length) of `name` along `dim`: a view of the mapping, or for a split tensor only the parts that
+  // slice overlaps, put together (a tensor-parallel rank's rows or columns, never the whole tensor in memory).
+  at::Tensor get_slice(const std::string& name, int64_t dim, int64_t start, int64_t length) const;
   void release(const std::string& name) const;  // SafetensorsFile::release
   const std::filesystem::path& file_of(const std::string& name) const;  // a split tensor's: its first part's
 

@@ -26,6 +26,8 @@ enum class Placement {
   kDevice,     // on LoadOptions::device, as without a plan
   kHost,       // in CPU RAM (pinned when the device is a GPU): ZeRO-3's offload_param
   kElsewhere,  // not here: a shape-only tensor (param_sharding.h); its owner has the values
+  kDeferred,   // here, but read later by read_deferred_weights: shape-only until then, so a tensor-parallel rank
+               // reads only its slice once the model is split (never the whole weight on the device)
 };
 struct ParameterInfo {
   std::string name;
@@ -33,6 +35,21 @@ struct ParameterInfo {
 };
 // Called once with every parameter in model order; returns one Placement each.
 using PlacementPlan = std::function<std::vector<Placement>(const std::vector<ParameterInfo>&)>;
+
+// The parameters a plan deferred (Placement::kDeferred) and the folder they are read from later; the model carries
+// it (CausalLMImpl::deferred_weights) until read_deferred_weights.
+struct DeferredWeights {
+  std::filesystem::path folder;
+  std::set<std::string> names;
+};
+// The part of a deferred parameter a rank keeps: [start, start + length) along dim.
+struct WeightSlice {
+  int64_t dim = 0;
+  int64_t start = 0;
+  int64_t length = 0;
+};
+// A parameter's slice by name; nullopt: the whole tensor.
+using WeightSliceOf = std::function<std::optional<WeightSlice>(const std::string& name)>;
 
 // How the loader fills the decoder layers' Linear weights when they are held quantized: implemented by swift::quant
 // (bitsandbytes' formats), which loads quantized models through quant::load_model and passes one in
@@ -103,6 +120,17 @@ void save_model(CausalLM& model, const std::filesystem::path& dir, const SaveOpt
 // checkpoint's parts).
 void save_model_description(CausalLM& model, const std::filesystem::path& dir, const SaveOptions& options = {},
                             const std::filesystem::path& copy_from = {});
+
+// Gives every deferred parameter of `model` its values from the folder it was loaded from (the files are checked
+// again, as at load): the slice `slice_of` names, whose shape the parameter must already have (apply_tensor_parallel
+// cut it), else the whole tensor; each is allocated where the plan placed it. Returns the bytes read. A no-op for
+// a model with nothing deferred.
+int64_t read_deferred_weights(CausalLM& model, const WeightSliceOf& slice_of = nullptr);
+
+// A deferred parameter given its values by someone else (a resumed adapter's --modules_to_save): its storage is
+// allocated now and it leaves the list, so read_deferred_weights does not overwrite it. False when `name` is not
+// deferred.
+bool claim_deferred_parameter(CausalLM& model, const std::string& name);
 
 // Parameter count (tied weights once).
 int64_t count_parameters(CausalLM& model);

@@ -26,6 +26,8 @@ class LinearImpl;
 struct ContextParallel;        // context_parallel.h
 struct ContextParallelInputs;  // context_parallel.h
 class TensorParallelComm;    // tensor_parallel.h
+struct DeferredWeights;      // checkpoint.h
+class SparseMoeBlockImpl;    // moe.h
 struct TensorParallelSplit;  // tensor_parallel.h
 
 // How a Linear takes part in tensor parallelism (tensor_parallel.h): not split, output rows split, input columns
@@ -136,7 +138,8 @@ TORCH_MODULE(Attention);
 
 class MLPImpl : public torch::nn::Module {
  public:
-  MLPImpl(const ModelConfig& config, const at::TensorOptions& options);
+  MLPImpl(const ModelConfig& config, const at::TensorOptions& options);  // intermediate_size wide
+  MLPImpl(const ModelConfig& config, int64_t intermediate_size, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);  // down(silu(gate(x)) * up(x))
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
 };
@@ -147,7 +150,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   DecoderLayerImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);
   Attention self_attn{nullptr};
-  MLP mlp{nullptr};
+  MLP mlp{nullptr};  // null on a sparse (mixture-of-experts) layer
+  std::shared_ptr<SparseMoeBlockImpl> moe;  // registered as "mlp" (moe.h); null on a dense layer
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
 };
 TORCH_MODULE(DecoderLayer);
@@ -245,6 +249,10 @@ class CausalLMImpl : public torch::nn::Module {
   // position_ids as context_parallel_share cuts them) and its attention reaches the other ranks' keys. Training only.
   const ContextParallel* context_parallel() const { return context_parallel_.get(); }
   void set_context_parallel(std::shared_ptr<ContextParallel> cp) { context_parallel_ = std::move(cp); }
+  // Parameters loaded shape-only, to be read from their folder once the model is split (checkpoint.h's
+  // Placement::kDeferred); null when every parameter holds its values.
+  DeferredWeights* deferred_weights() const { return deferred_weights_.get(); }
+  void set_deferred_weights(std::shared_ptr<DeferredWeights> deferred) { deferred_weights_ = std::move(deferred); }
 
   DecoderBody model{nullptr};
   Linear lm_head{nullptr};  // null when tie_word_embeddings: logits use model.embed_tokens.weight
@@ -259,6 +267,7 @@ class CausalLMImpl : public torch::nn::Module {
   bool sequence_parallel_ = false;
   std::shared_ptr<PipelineStage> pipeline_stage_;
   std::shared_ptr<ContextParallel> context_parallel_;
+  std::shared_ptr<DeferredWeights> deferred_weights_;
 };
 TORCH_MODULE(CausalLM);
 

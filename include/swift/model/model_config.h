@@ -1,5 +1,6 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral): they differ only in the flags below, set by the family registry.
+// (llama, qwen2, qwen3, mistral, qwen2_moe, qwen3_moe): they differ only in the flags below, set by the family
+// registry.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,18 @@ struct RopeConfig {
   bool truncate = true;
 };
 
+// Mixture of experts (qwen2_moe, qwen3_moe): a sparse layer routes each token to experts_per_token of num_experts
+// MLPs (each expert_intermediate_size wide) by a softmax router, optionally beside a shared expert (Qwen2-MoE).
+struct MoeConfig {
+  int64_t num_experts = 0;  // 0: every layer is dense
+  int64_t experts_per_token = 0;        // num_experts_per_tok
+  int64_t expert_intermediate_size = 0;  // moe_intermediate_size
+  bool norm_topk_prob = false;           // the chosen experts' probabilities rescaled to sum to 1
+  int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  double router_aux_loss_coef = 0.0;     // config.json's (swift's --router_aux_loss_coef decides what training uses)
+  std::vector<bool> sparse_layers;       // per layer: a sparse MoE block (else the dense MLP)
+};
+
 struct ModelConfig {
   std::string model_type;  // "llama", "qwen2", "qwen3", "mistral"
   int64_t vocab_size = 0;
@@ -57,6 +70,7 @@ struct ModelConfig {
   std::optional<int64_t> bos_token_id;
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> pad_token_id;
+  MoeConfig moe;
   // A *ForSequenceClassification model (architectures[0]): the outputs of its score head, which replaces
   // lm_head (reward models: 1). 0: a causal LM.
   int64_t num_labels = 0;
@@ -66,6 +80,10 @@ struct ModelConfig {
   int64_t q_dim() const { return num_attention_heads * head_dim; }
   int64_t kv_dim() const { return num_key_value_heads * head_dim; }
   bool any_sliding_window() const;
+  bool is_moe() const { return moe.num_experts > 0; }
+  bool sparse_layer(int64_t layer) const {
+    return is_moe() && moe.sparse_layers.at(static_cast<size_t>(layer));
+  }
 };
 
 // Parses config.json content. `source` names the file in errors. Every problem found is reported at once in

@@ -8,8 +8,14 @@
 
 namespace swift::train {
 
-// `padding_free` (--padding_free): each micro-batch's samples collated into one row (data::pack_row).
-std::unique_ptr<TrainingObjective> causal_lm_objective(bool padding_free = false);
+struct CausalLmObjectiveOptions {
+  bool padding_free = false;  // --padding_free: each micro-batch's samples collated into one row (data::pack_row)
+  // --router_aux_loss_coef (mixture-of-experts models; ms-swift's default 0: none): coef x the load-balancing loss
+  // (model::load_balancing_loss) of each micro-batch is added to its loss unnormalised, as transformers adds it
+  // (so the logged loss includes it), and the loss itself is logged as aux_loss (its mean per micro-batch).
+  double router_aux_loss_coef = 0.0;
+};
+std::unique_ptr<TrainingObjective> causal_lm_objective(const CausalLmObjectiveOptions& options = {});
 
 // The model inputs of a training batch. Rows are right-padded, so causal attention alone already keeps every real
 // token from seeing a pad (pads come after it); the padding mask is left out, which lets attention run its fused

@@ -22,6 +22,9 @@ struct MicroBatchResult {
   // ratio of the two summed over the logging window and the ranks: the loss per token is (summed loss, tokens), a
   // per-micro-batch mean is (value, 1). The trainer reads it in one copy after queueing the backward.
   at::Tensor metrics;
+  // Added to the loss after that division, as it is (the mixture-of-experts auxiliary loss, which transformers adds
+  // to every micro-batch's loss unnormalised), and to the logged loss likewise; undefined: nothing.
+  at::Tensor unnormalised_loss;
 };
 
 class TrainingObjective {

@@ -99,6 +99,8 @@ struct TrainingOptions {
   LoopOptions loop;
   distributed::ParallelOptions parallel;
   uint64_t seed = 42;     // --seed
+  // --router_aux_loss_coef: mixture-of-experts models' load-balancing loss weight (ms-swift's default 0: none).
+  double router_aux_loss_coef = 0.0;
   std::string device;     // --device
   std::string log_level;  // --log_level
   nlohmann::json args;    // the flags as given (Flags::to_json), the base of a run's args.json

@@ -1,0 +1,67 @@
+// Mixture-of-experts layers (Qwen2-MoE, Qwen3-MoE), laid out as transformers v5 holds them in memory:
+//   model.layers.N.mlp.gate.weight             [E, C]      the router (a plain Linear, never a LoRA target)
+//   model.layers.N.mlp.experts.gate_up_proj    [E, 2I, C]  every expert's gate and up projections, stacked
+//   model.layers.N.mlp.experts.down_proj       [E, C, I]
+//   model.layers.N.mlp.shared_expert.{gate,up,down}_proj.weight, model.layers.N.mlp.shared_expert_gate.weight [1, C]
+// (Hugging Face folders store one tensor per expert and projection: expert_weights.h converts.) Each token goes to
+// the top-k experts of a softmax router; the experts run as two grouped matrix products over the tokens sorted by
+// expert (at::_grouped_mm), not a loop over tokens.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <string>
+#include <vector>
+
+#include "swift/model/decoder.h"
+
+namespace swift::model {
+
+// Whether a module is a sparse layer's router ("model.layers.N.mlp.gate"): a Linear here, but a parameter of its own
+// module in transformers, so PEFT's target_modules and bitsandbytes never take it.
+bool is_router(const std::string& module_name);
+
+// at::_grouped_mm where this build and device have it, else one product per expert on its run of tokens: x [M, K]
+// with rows grouped by expert (offsets [E] int32: each group's end), weights [E, K, N] -> [M, N].
+at::Tensor grouped_matmul(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& offsets);
+
+// The experts of one sparse layer: gate_up_proj [E, 2I, C], down_proj [E, C, I] (silu(gate) * up, then down).
+class MoeExpertsImpl : public torch::nn::Module {
+ public:
+  MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t intermediate, const at::TensorOptions& options);
+  // x [N, C]; experts [N, k] (ids), weights [N, k] (the router's, in x's dtype) -> [N, C]: each token's experts'
+  // outputs weighted and summed.
+  at::Tensor forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights);
+  at::Tensor gate_up_proj, down_proj;
+};
+TORCH_MODULE(MoeExperts);
+
+class SparseMoeBlockImpl : public torch::nn::Module {
+ public:
+  SparseMoeBlockImpl(const ModelConfig& config, const at::TensorOptions& options);
+  at::Tensor forward(const at::Tensor& x);  // x [B, T, C]
+  // Where each forward appends its router logits [B x T, E] (record_router_logits); null: nowhere.
+  std::vector<at::Tensor>* router_log = nullptr;
+  Linear gate{nullptr};
+  MoeExperts experts{nullptr};
+  MLP shared_expert{nullptr};
+  Linear shared_expert_gate{nullptr};
+
+ private:
+  int64_t top_k_;
+  bool norm_topk_prob_;
+};
+TORCH_MODULE(SparseMoeBlock);
+
+// Makes every sparse layer of `model` append its router logits to `log` on each forward (transformers'
+// output_router_logits), in layer order; null stops it. The caller clears the log between forwards.
+void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log);
+
+// transformers' load_balancing_loss_func (Switch Transformer's auxiliary loss) over one forward's router logits:
+// E x sum_e (share of the top-k choices that went to expert e) x (mean router probability of e), over every layer's
+// tokens together; `mask` [B, T] (1 real, 0 pad; undefined: every token) leaves the pads out. float32 scalar.
+at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
+
+}  // namespace swift::model

@@ -1,0 +1,93 @@
+// Stacked expert parameters <-> a Hugging Face folder's tensor per expert (see expert_weights.h).
+#include "swift/model/expert_weights.h"
+
+#include <ATen/ATen.h>
+
+namespace swift::model {
+
+namespace {
+
+const std::string kGateUp = ".experts.gate_up_proj", kDown = ".experts.down_proj";
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The stored projections a stacked parameter is made of, in order, and the prefix up to ".experts".
+std::optional<std::pair<std::string, std::vector<std::string>>> stored_projections(const std::string& name) {
+  if (ends_with(name, kGateUp))
+    return std::pair{name.substr(0, name.size() - kGateUp.size()), std::vector<std::string>{"gate_proj", "up_proj"}};
+  if (ends_with(name, kDown))
+    return std::pair{name.substr(0, name.size() - kDown.size()), std::vector<std::string>{"down_proj"}};
+  return std::nullopt;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+}  // namespace
+
+std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& folder, const std::string& name,
+                                                 int64_t num_experts) {
+  const auto projections = stored_projections(name);
+  if (!projections || num_experts <= 0) return std::nullopt;
+  const auto& [prefix, parts] = *projections;
+  StoredExperts out;
+  std::vector<int64_t> expert_shape;  // one expert's parts concatenated
+  for (int64_t e = 0; e < num_experts; ++e) {
+    std::vector<std::string> keys;
+    std::vector<int64_t> shape;
+    for (const auto& part : parts) {
+      const std::string key = prefix + ".experts." + std::to_string(e) + "." + part + ".weight";
+      keys.push_back(key);
+      if (!folder.contains(key)) {
+        out.missing.push_back(key);
+        continue;
+      }
+      const auto& s = folder.entry(key).shape;
+      if (shape.empty()) shape = s;
+      else if (s.size() == 2 && shape.size() == 2 && s[1] == shape[1]) shape[0] += s[0];
+      else out.problem = key + " is " + shape_text(s) + ", which does not stack with the expert's other parts";
+    }
+    if (e == 0) expert_shape = shape;
+    else if (out.missing.empty() && out.problem.empty() && shape != expert_shape)
+      out.problem = "expert " + std::to_string(e) + " of " + name + " is " + shape_text(shape) + ", expert 0 " +
+                    shape_text(expert_shape);
+    out.keys.push_back(std::move(keys));
+  }
+  if (out.missing.empty() && out.problem.empty()) {
+    out.shape = {num_experts};
+    out.shape.insert(out.shape.end(), expert_shape.begin(), expert_shape.end());
+  }
+  return out;
+}
+
+void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExperts& stored, at::Tensor& into) {
+  at::NoGradGuard no_grad;
+  for (size_t e = 0; e < stored.keys.size(); ++e) {
+    int64_t row = 0;
+    for (const auto& key : stored.keys[e]) {
+      const at::Tensor part = folder.get(key);
+      into[static_cast<int64_t>(e)].narrow(0, row, part.size(0)).copy_(part);
+      row += part.size(0);
+      folder.release(key);
+    }
+  }
+}
+
+bool append_stored_experts(const std::string& name, const at::Tensor& stacked, io::NamedTensors& out) {
+  const auto projections = stored_projections(name);
+  if (!projections || stacked.dim() != 3) return false;
+  const auto& [prefix, parts] = *projections;
+  const int64_t rows = stacked.size(1) / static_cast<int64_t>(parts.size());
+  for (int64_t e = 0; e < stacked.size(0); ++e)
+    for (size_t p = 0; p < parts.size(); ++p)
+      out.emplace_back(prefix + ".experts." + std::to_string(e) + "." + parts[p] + ".weight",
+                       stacked[e].narrow(0, static_cast<int64_t>(p) * rows, rows));
+  return true;
+}
+
+}  // namespace swift::model

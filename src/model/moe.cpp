@@ -1,0 +1,131 @@
+// Mixture-of-experts layers (see moe.h).
+#include "swift/model/moe.h"
+
+#include <ATen/ATen.h>
+#if __has_include(<ATen/ops/_grouped_mm.h>)
+#include <ATen/ops/_grouped_mm.h>
+#define SWIFT_HAS_GROUPED_MM 1
+#endif
+
+#include <atomic>
+
+#include "swift/core/error.h"
+#include "swift/core/logging.h"
+
+namespace swift::model {
+
+namespace {
+
+// One product per expert on its run of rows: what grouped_matmul falls back to.
+at::Tensor matmul_per_group(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& offsets) {
+  const auto ends = offsets.to(at::kCPU, at::kLong);
+  const int64_t* end = ends.data_ptr<int64_t>();
+  std::vector<at::Tensor> parts;
+  int64_t begin = 0;
+  for (int64_t e = 0; e < weights.size(0); ++e) {
+    if (end[e] > begin) parts.push_back(at::matmul(x.narrow(0, begin, end[e] - begin), weights[e]));
+    begin = end[e];
+  }
+  return parts.empty() ? x.new_zeros({0, weights.size(2)}) : at::cat(parts, 0);
+}
+
+}  // namespace
+
+bool is_router(const std::string& module_name) {
+  const std::string tail = ".mlp.gate";
+  return module_name.size() >= tail.size() && module_name.compare(module_name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+at::Tensor grouped_matmul(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& offsets) {
+#ifdef SWIFT_HAS_GROUPED_MM
+  // Some devices and dtypes lack a kernel (CUDA's wants bf16 on recent GPUs): after the first refusal, the loop.
+  static std::atomic<bool> unsupported{false};
+  if (!unsupported.load()) {
+    try {
+      return at::_grouped_mm(x, weights, offsets);
+    } catch (const c10::Error& e) {
+      unsupported = true;
+      log_info("mixture of experts: at::_grouped_mm is not available here (", e.what_without_backtrace(),
+               "); one matrix product per expert instead");
+    }
+  }
+#endif
+  return matmul_per_group(x, weights, offsets);
+}
+
+MoeExpertsImpl::MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t intermediate,
+                               const at::TensorOptions& options) {
+  gate_up_proj = register_parameter("gate_up_proj", at::empty({num_experts, 2 * intermediate, hidden}, options));
+  down_proj = register_parameter("down_proj", at::empty({num_experts, hidden, intermediate}, options));
+}
+
+at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights) {
+  const int64_t k = experts.size(1), num_experts = gate_up_proj.size(0);
+  // Every (token, choice) pair sorted by expert (stable: within an expert in token order), so each expert's tokens
+  // are one run of rows.
+  const at::Tensor flat_experts = experts.reshape({-1});
+  const at::Tensor order = at::argsort(flat_experts, /*stable=*/true);
+  const at::Tensor token = at::floor_divide(order, k);
+  const at::Tensor offsets = at::cumsum(at::bincount(flat_experts, {}, num_experts), 0).to(at::kInt);
+  const at::Tensor rows = x.index_select(0, token);                                      // [N k, C]
+  const at::Tensor gate_up = grouped_matmul(rows, gate_up_proj.transpose(1, 2), offsets);  // [N k, 2I]
+  const auto halves = gate_up.chunk(2, -1);
+  const at::Tensor hidden = at::silu(halves[0]) * halves[1];
+  at::Tensor out = grouped_matmul(hidden, down_proj.transpose(1, 2), offsets);  // [N k, C]
+  out = out * weights.reshape({-1}).index_select(0, order).unsqueeze(-1);
+  return at::zeros_like(x).index_add(0, token, out);
+}
+
+SparseMoeBlockImpl::SparseMoeBlockImpl(const ModelConfig& c, const at::TensorOptions& options)
+    : top_k_(c.moe.experts_per_token), norm_topk_prob_(c.moe.norm_topk_prob) {
+  gate = register_module("gate", Linear(c.hidden_size, c.moe.num_experts, /*bias=*/false, options));
+  experts = register_module("experts", MoeExperts(c.moe.num_experts, c.hidden_size, c.moe.expert_intermediate_size, options));
+  if (c.moe.shared_expert_intermediate_size > 0) {
+    shared_expert = register_module("shared_expert", MLP(c, c.moe.shared_expert_intermediate_size, options));
+    shared_expert_gate = register_module("shared_expert_gate", Linear(c.hidden_size, 1, /*bias=*/false, options));
+  }
+}
+
+at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
+  const at::Tensor x = input.reshape({-1, input.size(-1)});  // [N, C]
+  // As transformers: the softmax in fp32, the top-k probabilities (renormalised where the config says) back in the
+  // logits' dtype.
+  const at::Tensor logits = gate(x);
+  if (router_log) router_log->push_back(logits);
+  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
+  auto [top, chosen] = at::topk(probs, top_k_, -1);
+  if (norm_topk_prob_) top = top / top.sum(-1, /*keepdim=*/true);
+  at::Tensor out = experts(x, chosen, top.to(logits.scalar_type()));
+  if (shared_expert) out = out + at::sigmoid(shared_expert_gate(x)) * shared_expert(x);
+  return out.reshape(input.sizes());
+}
+
+void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log) {
+  for (const auto& layer : *model->model->layers)
+    if (auto moe = layer->as<DecoderLayerImpl>()->moe) moe->router_log = log;
+}
+
+at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
+  SWIFT_ASSERT(!router_logits.empty(), "router logits of at least one sparse layer");
+  const int64_t experts = router_logits.front().size(-1);
+  const auto options = router_logits.front().options().dtype(at::kFloat);
+  at::Tensor chosen = at::zeros({experts}, options), probability = at::zeros({experts}, options), rows;
+  const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(options) : at::Tensor();
+  for (const auto& logits : router_logits) {
+    const at::Tensor probs = at::softmax(logits, -1);  // in the logits' dtype, as transformers
+    const at::Tensor picks = std::get<1>(at::topk(probs, top_k, -1)).reshape({-1});
+    if (weight.defined()) {
+      chosen = chosen + at::zeros({experts}, options).scatter_add(0, picks, weight.repeat_interleave(top_k));
+      probability = probability + (probs.to(at::kFloat) * weight.unsqueeze(-1)).sum(0);
+      rows = rows.defined() ? rows + weight.sum() : weight.sum();
+    } else {
+      chosen = chosen + at::bincount(picks, {}, experts).to(at::kFloat);
+      probability = probability + probs.to(at::kFloat).sum(0);
+      const at::Tensor n = at::scalar_tensor(static_cast<double>(logits.size(0)), options);
+      rows = rows.defined() ? rows + n : n;
+    }
+  }
+  return (chosen / rows * (probability / rows)).sum() * static_cast<double>(experts);
+}
+
+}  // namespace swift::model
