@@ -51,33 +51,42 @@ std::map<std::string, std::pair<int64_t, int64_t>> tensor_parallel_splits(const 
 
 }  // namespace
 
+void save_model_part_of_rank(model::CausalLM& model, const fs::path& dir, int tp_rank, int stage,
+                             const std::function<bool(const std::string&, const at::Tensor&)>& in_stage,
+                             const SliceOfParameter& slice_of, std::optional<c10::ScalarType> dtype) {
+  at::NoGradGuard no_grad;
+  io::NamedTensors tensors;
+  std::map<std::string, io::TensorPart> parts;
+  for (auto& item : model->named_parameters()) {
+    const std::string& name = item.key();
+    if (!in_stage(name, item.value())) continue;
+    auto slice = slice_of(name, item.value().detach());
+    if (!slice && tp_rank != 0) continue;  // whole on every TP rank: the first writes it
+    at::Tensor t = slice ? slice->first : item.value().detach();
+    if (dtype) t = t.to(*dtype);
+    if (slice) parts[name] = slice->second;
+    tensors.emplace_back(name, t);
+  }
+  io::save_model_part(dir / io::model_part_file_name(tp_rank, stage), tensors, parts);
+}
+
 void save_model_parallel_parts(model::CausalLM& model, const fs::path& dir, int tp, int pp,
                                std::optional<c10::ScalarType> dtype) {
   const auto splits = tensor_parallel_splits(model, tp);
   const auto layer_begin = pipeline_layer_split(model->config().num_hidden_layers, pp);
-  at::NoGradGuard no_grad;
-  for (int stage = 0; stage < pp; ++stage) {
-    for (int rank = 0; rank < tp; ++rank) {
-      io::NamedTensors tensors;
-      std::map<std::string, io::TensorPart> parts;
-      for (auto& item : model->named_parameters()) {
-        const std::string& name = item.key();
-        if (pipeline_stage_of(name, layer_begin) % pp != stage) continue;
-        at::Tensor t = item.value().detach();
-        if (dtype) t = t.to(*dtype);
-        const auto split = splits.find(name);
-        if (split == splits.end()) {
-          if (rank == 0) tensors.emplace_back(name, t);  // whole on every TP rank: the first holds it
-          continue;
-        }
-        const auto [dim, whole] = split->second;
-        const int64_t size = whole / tp;
-        tensors.emplace_back(name, t.narrow(dim, rank * size, size).contiguous());
-        parts[name] = {dim, rank * size, whole};
-      }
-      io::save_model_part(dir / io::model_part_file_name(rank, stage), tensors, parts);
-    }
-  }
+  for (int stage = 0; stage < pp; ++stage)
+    for (int rank = 0; rank < tp; ++rank)
+      save_model_part_of_rank(
+          model, dir, rank, stage,
+          [&](const std::string& name, const at::Tensor&) { return pipeline_stage_of(name, layer_begin) % pp == stage; },
+          [&](const std::string& name, const at::Tensor& value) -> std::optional<std::pair<at::Tensor, io::TensorPart>> {
+            const auto split = splits.find(name);
+            if (split == splits.end()) return std::nullopt;
+            const auto [dim, whole] = split->second;
+            const int64_t size = whole / tp;
+            return std::pair{value.narrow(dim, rank * size, size).contiguous(), io::TensorPart{dim, rank * size, whole}};
+          },
+          dtype);
   io::write_model_parallel_index(dir, tp, pp);
 }
 

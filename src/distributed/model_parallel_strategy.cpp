@@ -14,6 +14,7 @@
 #include "swift/core/logging.h"
 #include "swift/distributed/context_parallel_batch.h"
 #include "swift/distributed/gradient_norm.h"
+#include "swift/distributed/model_parallel_parts.h"
 #include "swift/distributed/pipeline_schedule.h"
 #include "swift/distributed/zero.h"
 #include "swift/io/model_parallel_files.h"
@@ -566,26 +567,21 @@ void ModelParallel::collect_stages_on_rank0(bool trainable_only) {
 void ModelParallel::save_model_part(const std::filesystem::path& dir, std::optional<c10::ScalarType> dtype) {
   if (main_rank()) io::write_model_parallel_index(dir, sizes_.tp, sizes_.pp);
   if (data_group_rank() != 0) return;  // a replica (or context-parallel peer) of the part the first one writes
-  at::NoGradGuard no_grad;
   std::map<std::string, const model::ShardedParameter*> split;
   for (const auto& s : sharded_) split[s.name] = &s;
-  io::NamedTensors tensors;
-  std::map<std::string, io::TensorPart> parts;
-  for (auto& item : model_->named_parameters()) {
-    const std::string& name = item.key();
-    // Another stage's, or the last stage's copy of a tied embedding (the first stage writes it).
-    if (!model::holds_values(item.value()) || (!layer_begin_.empty() && owner_stage(name) != pp_rank())) continue;
-    const auto s = split.find(name);
-    if (s == split.end() && tp_rank() != 0) continue;  // whole on every TP rank: the first writes it
-    at::Tensor t = item.value().detach();
-    if (dtype) t = t.to(*dtype);
-    if (s != split.end()) {
-      const int64_t size = t.size(s->second->dim);
-      parts[name] = {s->second->dim, tp_rank() * size, s->second->full_size};
-    }
-    tensors.emplace_back(name, t);
-  }
-  io::save_model_part(dir / io::model_part_file_name(tp_rank(), pp_rank()), tensors, parts);
+  save_model_part_of_rank(
+      model_, dir, tp_rank(), pp_rank(),
+      // Another stage's, or the last stage's copy of a tied embedding (the first stage writes it): not here.
+      [&](const std::string& name, const at::Tensor& value) {
+        return model::holds_values(value) && (layer_begin_.empty() || owner_stage(name) == pp_rank());
+      },
+      [&](const std::string& name, const at::Tensor& value) -> std::optional<std::pair<at::Tensor, io::TensorPart>> {
+        const auto s = split.find(name);
+        if (s == split.end()) return std::nullopt;
+        const int64_t size = value.size(s->second->dim);
+        return std::pair{value, io::TensorPart{s->second->dim, tp_rank() * size, s->second->full_size}};
+      },
+      dtype);
 }
 
 void ModelParallel::end_save() {
