@@ -30,11 +30,14 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
     objective.padding_free = c.options.data.padding_free;
     if (c.policy->config().is_moe()) {
       objective.router_aux_loss_coef = c.options.router_aux_loss_coef;
-      // Each stage would see its own layers' routers only.
-      SWIFT_CHECK(objective.router_aux_loss_coef == 0 || c.options.parallel.pp_size == 1, UsageError,
-                  "--router_aux_loss_coef with --pp_size " + std::to_string(c.options.parallel.pp_size) +
+      // A pipeline stage would see its own layers' routers only, a context-parallel rank its share of the tokens.
+      const auto& p = c.options.parallel;
+      SWIFT_CHECK(objective.router_aux_loss_coef == 0 || (p.pp_size == 1 && p.cp_size == 1), UsageError,
+                  "--router_aux_loss_coef with " +
+                      (p.pp_size > 1 ? "--pp_size " + std::to_string(p.pp_size) : "--cp_size " + std::to_string(p.cp_size)) +
                       " is not available yet",
-                  "leave --router_aux_loss_coef at 0 (ms-swift's default), or train without pipeline parallelism");
+                  "leave --router_aux_loss_coef at 0 (ms-swift's default), or train without pipeline or context "
+                  "parallelism");
     } else if (c.options.router_aux_loss_coef > 0) {
       log_info("--router_aux_loss_coef ", c.options.router_aux_loss_coef, " has no effect: ",
                c.policy->config().model_type, " has no mixture-of-experts layers");
