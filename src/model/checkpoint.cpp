@@ -246,17 +246,10 @@ int64_t read_deferred_weights(CausalLM& model, const WeightSliceOf& slice_of) {
     const std::string& name = item.key();
     if (!deferred->names.count(name)) continue;
     at::Tensor& p = item.value();
+    // Only tensor parallelism defers, and it refuses mixture-of-experts models (whose experts are stored apart).
+    SWIFT_CHECK(weights.contains(name), DataError, deferred->folder.string() + " lost " + name + " after loading",
+                "keep a model's folder unchanged while a run loads it");
     const std::optional<WeightSlice> slice = slice_of ? slice_of(name) : std::nullopt;
-    if (!weights.contains(name)) {  // stacked experts (not split by tensor parallelism)
-      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
-      SWIFT_CHECK(experts && experts->missing.empty() && !slice, DataError,
-                  deferred->folder.string() + " lost " + name + " after loading",
-                  "keep a model's folder unchanged while a run loads it");
-      p.set_data(at::empty(p.sizes(), p.options()));
-      read_stored_experts(weights, *experts, p);
-      bytes += static_cast<int64_t>(p.nbytes());
-      continue;
-    }
     with_context("loading " + name + " from " + weights.file_of(name).filename().string(), [&] {
       const at::Tensor source =
           slice ? weights.get_slice(name, slice->dim, slice->start, slice->length) : weights.get(name);

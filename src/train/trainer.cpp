@@ -165,7 +165,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
     const auto config = model::load_model_config(options.model.dir);
     const std::string problem = model::tensor_parallel_problem(config, static_cast<int>(options.parallel.tp_size));
     SWIFT_CHECK(problem.empty(), UsageError, "--tp_size " + std::to_string(options.parallel.tp_size) + ": " + problem,
-                "choose a --tp_size that divides it");
+                "choose a --tp_size that divides it, or another layout");
     if (options.parallel.pp_size > 1)
       distributed::pipeline_layer_split(config.num_hidden_layers,
                                         static_cast<int>(options.parallel.pp_size * options.parallel.virtual_stages),
