@@ -8,6 +8,11 @@ of the 1F1B schedule spent waiting for the neighbouring stages next to the theor
 
     .venv/bin/python bench/bench_model_parallel.py [--size small] [--global_batch 16] [--micro_batches 4]
                                                    [--steps 6] [--rounds 2] [--layouts DP2,PP2,...]
+    .venv/bin/python bench/bench_model_parallel.py --experts 8 --layouts DP2,EP2,DP4,EP4,EP2xDP4
+
+With --experts E the model is a Qwen3-MoE of the same shape (every layer sparse: E experts of half the MLP width,
+top 2) and the expert-parallel layouts (EP2, EP4, EP2xDP4: --ep_size over the data-parallel ranks) can run; each
+rank then holds 1/EP of the experts and sends its tokens to them by all-to-all.
 
 Rounds alternate the layouts in the same minutes (these VMs drift by +-15%); the table gives each layout's median
 and its ratio to DP at the same rank count. On a CPU machine every layout shares the same cores, so model
@@ -25,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_train import ROOT, SIZES, make_data, make_model, read_log  # noqa: E402
+from bench_train import ROOT, SIZES, TOKENIZER_DIR, make_data, make_model, read_log  # noqa: E402
 
 LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence split[, other flags])
     ("DP2", 2, 1, 1, None), ("TP2", 2, 2, 1, None), ("TP2+SP", 2, 2, 1, None, ["--sequence_parallel", "true"]),
@@ -34,7 +39,29 @@ LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence
     ("DP4", 4, 1, 1, None), ("TP2xDP2", 4, 2, 1, None), ("TP4", 4, 4, 1, None), ("PP4", 4, 1, 4, None),
     ("PP2xDP2", 4, 1, 2, None), ("TP2xPP2", 4, 2, 2, None), ("CP4", 4, 1, 1, ("--cp_size", 4)),
     ("TP2xCP2", 4, 2, 1, ("--cp_size", 2)),
+    # Mixture-of-experts models only (--experts): the experts split over data-parallel ranks.
+    ("EP2", 2, 1, 1, None, ["--ep_size", "2"]), ("EP4", 4, 1, 1, None, ["--ep_size", "4"]),
+    ("EP2xDP4", 4, 1, 1, None, ["--ep_size", "2"]),
 ]
+EXPERT_LAYOUTS = {"EP2", "EP4", "EP2xDP4"}
+
+
+def make_moe_model(folder, hidden, layers, inter, heads, kv, experts):
+    """bench_train's model shape as a Qwen3-MoE: every layer sparse, `experts` experts of half the MLP width, top 2."""
+    import torch
+    import transformers
+    cfg = transformers.Qwen3MoeConfig(vocab_size=151936, hidden_size=hidden, intermediate_size=inter,
+                                      moe_intermediate_size=inter // 2, num_experts=experts, num_experts_per_tok=2,
+                                      norm_topk_prob=True, num_hidden_layers=layers, num_attention_heads=heads,
+                                      num_key_value_heads=kv, head_dim=128 if hidden >= 1024 else 64,
+                                      max_position_embeddings=2048, tie_word_embeddings=True,
+                                      bos_token_id=151643, eos_token_id=151645)
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, f), folder)
+    return sum(p.numel() for p in model.parameters())
 
 
 def run(swift, model, data, out, ranks, tp, pp, sequence_split, extra, global_batch, micro_batches, steps):
@@ -68,9 +95,12 @@ def main():
     ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--swift", default=os.path.join(ROOT, "build", "bin", "swift"))
-    ap.add_argument("--layouts", default=",".join(x[0] for x in LAYOUTS))
+    ap.add_argument("--layouts", default=",".join(x[0] for x in LAYOUTS if x[0] not in EXPERT_LAYOUTS))
+    ap.add_argument("--experts", type=int, default=0, help="a mixture-of-experts model with this many experts")
     args = ap.parse_args()
     wanted = set(args.layouts.split(","))
+    if wanted & EXPERT_LAYOUTS and not args.experts:
+        sys.exit(f"{', '.join(sorted(wanted & EXPERT_LAYOUTS))} split experts: add --experts 8")
     wanted |= {f"DP{x[1]}" for x in LAYOUTS if x[0] in wanted}  # each rank count's baseline
     layouts = [x for x in LAYOUTS if x[0] in wanted]
     print(f"machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
@@ -78,7 +108,10 @@ def main():
         data = os.path.join(tmp, "data.jsonl")
         mean_len = make_data(data, 400)
         model = os.path.join(tmp, "model")
-        n_params, _ = make_model(model, *SIZES[args.size])
+        if args.experts:
+            n_params = make_moe_model(model, *SIZES[args.size], args.experts)
+        else:
+            n_params, _ = make_model(model, *SIZES[args.size])
         results = {x[0]: [] for x in layouts}
         for r in range(args.rounds):
             for name, ranks, tp, pp, split, *extra in (layouts if r % 2 == 0 else layouts[::-1]):
@@ -89,7 +122,8 @@ def main():
                 step_s, share, _, _ = results[name][-1]
                 print(f"round {r + 1} {name}: {step_s:.3f} s/step, {100 * share:.0f}% waiting for collectives", flush=True)
                 shutil.rmtree(out, ignore_errors=True)
-    print(f"\n{args.size} ({n_params / 1e6:.1f}M parameters, heads {SIZES[args.size][3]}, KV heads "
+    kind = f"Qwen3-MoE, {args.experts} experts (top 2) per layer, " if args.experts else ""
+    print(f"\n{args.size} ({kind}{n_params / 1e6:.1f}M parameters, heads {SIZES[args.size][3]}, KV heads "
           f"{SIZES[args.size][4]}, {SIZES[args.size][1]} layers), global batch {args.global_batch} x {mean_len:.1f} tokens "
           f"in {args.micro_batches} micro-batches, fp32, {args.steps} steps, median of {args.rounds} rounds")
     print(f"{'layout':<10}{'ranks':>6}{'s/step':>9}{'vs DP':>8}{'waiting':>9}  params+grads+AdamW per rank | "

@@ -18,6 +18,7 @@
 #include "swift/distributed/pipeline_schedule.h"
 #include "swift/distributed/zero.h"
 #include "swift/io/model_parallel_files.h"
+#include "swift/model/expert_parallel.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/parameter_layout.h"
 
@@ -115,6 +116,21 @@ void wait_all(std::vector<PendingCollective>& pending) {
   pending.clear();
 }
 
+// The model's view of the EP group.
+class ExpertGroupComm : public model::ExpertParallelComm {
+ public:
+  explicit ExpertGroupComm(ProcessGroup& group) : group_(group) {}
+  int rank() const override { return group_.rank(); }
+  int size() const override { return group_.world_size(); }
+  at::Tensor all_to_all(const at::Tensor& rows, const std::vector<int64_t>& send_rows,
+                        const std::vector<int64_t>& receive_rows) override {
+    return group_.all_to_all_rows(rows, send_rows, receive_rows);
+  }
+
+ private:
+  ProcessGroup& group_;
+};
+
 }  // namespace
 
 std::shared_ptr<model::TensorParallelComm> tensor_parallel_comm(ProcessGroup& group) {
@@ -133,9 +149,20 @@ ModelParallel::ModelParallel(std::unique_ptr<ProcessGroup> world, std::string de
     data_group_ = group_->subgroup(ranks_from(pp_rank() * stage + tp_rank(), data_group_size(), tp),
                                    "dp/" + layout_name(pp_rank(), tp_rank()));
   if (sizes_.pp > 1) pp_group_ = group_->subgroup(ranks_from(in_stage, sizes_.pp, stage), "pp/" + std::to_string(in_stage));
+  if (sizes_.ep > 1) {  // ep consecutive members of the data group; those at the same place in each hold the same experts
+    const int ep = sizes_.ep, first_of_data_group = pp_rank() * stage + tp_rank();
+    const std::string place = layout_name(pp_rank(), tp_rank()) + ".";
+    ep_group_ = group_->subgroup(ranks_from(first_of_data_group + (data_group_rank() - ep_rank()) * tp, ep, tp),
+                                 "ep/" + place + std::to_string(data_group_rank() / ep));
+    if (expert_data_group_size() > 1)
+      expert_data_group_ = group_->subgroup(ranks_from(first_of_data_group + ep_rank() * tp, expert_data_group_size(), ep * tp),
+                                            "edp/" + place + std::to_string(ep_rank()));
+  }
   const std::string cp_size = cp > 1 ? " x cp " + std::to_string(cp) : "", cp_place = cp > 1 ? ", cp " + std::to_string(cp_rank()) : "";
-  log_info("model parallel: tp ", tp, cp_size, " x pp ", sizes_.pp, " x dp ", dp_size(), "; this rank: tp ", tp_rank(),
-           cp_place, ", pp ", pp_rank(), ", dp ", dp_rank());
+  const std::string ep_size = sizes_.ep > 1 ? " (experts split over ep " + std::to_string(sizes_.ep) + " of them)" : "";
+  const std::string ep_place = sizes_.ep > 1 ? ", ep " + std::to_string(ep_rank()) : "";
+  log_info("model parallel: tp ", tp, cp_size, " x pp ", sizes_.pp, " x dp ", dp_size(), ep_size, "; this rank: tp ", tp_rank(),
+           cp_place, ", pp ", pp_rank(), ", dp ", dp_rank(), ep_place);
 }
 
 ModelParallel::~ModelParallel() = default;
@@ -179,10 +206,14 @@ void ModelParallel::enter_chunk(int chunk) {
 
 model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string>& removed) {
   (void)removed;
-  if (sizes_.pp == 1 && sizes_.tp == 1) return nullptr;
+  if (sizes_.pp == 1 && sizes_.tp == 1 && sizes_.ep == 1) return nullptr;
   // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's). With tensor
-  // parallelism a stage's are read after the split (assign_ownership), each rank its slices only.
-  const model::Placement own = sizes_.tp > 1 ? model::Placement::kDeferred : model::Placement::kDevice;
+  // parallelism a stage's are read after the split (assign_ownership), each rank its slices only; with expert
+  // parallelism its experts likewise.
+  const auto own = [this](const std::string& name) {
+    const bool split_later = sizes_.tp > 1 || (sizes_.ep > 1 && model::is_expert_parameter(name));
+    return split_later ? model::Placement::kDeferred : model::Placement::kDevice;
+  };
   return [this, own](const std::vector<model::ParameterInfo>& infos) {
     if (sizes_.pp > 1) {
       std::vector<std::string> names;
@@ -193,7 +224,7 @@ model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string
                                      [](const std::string& n) { return model::parameter_place(n).output_layer; });
     }
     std::vector<model::Placement> where;
-    for (const auto& info : infos) where.push_back(holds(info.name) ? own : model::Placement::kElsewhere);
+    for (const auto& info : infos) where.push_back(holds(info.name) ? own(info.name) : model::Placement::kElsewhere);
     return where;
   };
 }
@@ -205,19 +236,45 @@ model::PlacementPlan ModelParallel::frozen_placement_plan() {
   };
 }
 
-void ModelParallel::read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& split) {
+void ModelParallel::read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& tensor_split,
+                                    const std::vector<model::ShardedParameter>& expert_split) {
   if (!model->deferred_weights()) return;  // loaded whole (DoRA's magnitudes need the whole weights), or initialised
   std::map<std::string, model::WeightSlice> slices;
-  for (const auto& s : split) {
+  for (const auto& s : tensor_split) {
     const int64_t part = s.full_size / sizes_.tp;  // keep_tensor_parallel_slice's rows or columns
     slices[s.name] = {s.dim, tp_rank() * part, part};
+  }
+  for (const auto& s : expert_split) {
+    const int64_t part = s.full_size / sizes_.ep;  // this rank's experts
+    slices[s.name] = {s.dim, ep_rank() * part, part};
   }
   const int64_t bytes = model::read_deferred_weights(model, [&slices](const std::string& name) {
     const auto it = slices.find(name);
     return it == slices.end() ? std::nullopt : std::optional<model::WeightSlice>(it->second);
   });
-  log_info("tensor parallel: read ", format_bytes(static_cast<double>(bytes)),
-           " of weights from the files after the split (this rank's slices and its replicated weights)");
+  // With tensor parallelism every weight of the stage waits for the split; with expert parallelism alone only the
+  // experts do (the others are read whole at load).
+  if (sizes_.tp > 1)
+    log_info("tensor parallel: read ", format_bytes(static_cast<double>(bytes)),
+             " of weights from the files after the split (this rank's slices and its replicated weights)");
+  else
+    log_info("expert parallel: read ", format_bytes(static_cast<double>(bytes)),
+             " of expert weights from the files after the split (this rank's experts only)");
+}
+
+void ModelParallel::split_experts(model::CausalLM& model) {
+  expert_sharded_ = model::apply_expert_parallel(model, std::make_shared<ExpertGroupComm>(*ep_group_));
+  const int64_t experts = model->config().moe.num_experts, here = experts / sizes_.ep;
+  log_info("expert parallel: the experts of each sparse layer split over ", sizes_.ep, " ranks (this rank: experts ",
+           ep_rank() * here, "-", (ep_rank() + 1) * here - 1, " of ", experts, "), tokens sent to them by all-to-all",
+           expert_data_group_ ? "; their gradients summed over the " + std::to_string(expert_data_group_size()) +
+                                    " ranks holding the same experts"
+                              : std::string());
+}
+
+bool ModelParallel::is_expert(const at::Tensor& p) const {
+  return std::any_of(expert_sharded_.begin(), expert_sharded_.end(),
+                     [&](const model::ShardedParameter& s) { return s.parameter.is_same(p); });
 }
 
 void ModelParallel::keep_own_stage(model::CausalLM& model) {
@@ -284,7 +341,7 @@ void ModelParallel::split_frozen_model(model::CausalLM& model) {
                "a frozen model beside the policy is split by tensor parallelism alone");
   if (!tp_group_) return;
   const model::TensorParallelSplit split = model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_));
-  read_own_slices(model, split.sharded);
+  read_own_slices(model, split.sharded, {});
 }
 
 void ModelParallel::assign_ownership(model::CausalLM& model) {
@@ -297,24 +354,13 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
       log_info("sequence parallelism: the activations between the tensor-parallel layers cut along the sequence over ",
                sizes_.tp, " ranks (this rank: part ", tp_rank(), "; rows padded to a multiple of ", sizes_.tp,
                sizes_.cp > 1 ? " in each context-parallel share" : "", ")");
-    read_own_slices(model, split.sharded);
     sharded_ = std::move(split.sharded);
     partial_gradients_ = std::move(split.partial_gradients);
   }
+  if (ep_group_) split_experts(model);
+  if (tp_group_ || ep_group_) read_own_slices(model, sharded_, expert_sharded_);
   ParallelStrategy::assign_ownership(model);
-  if (shards_optimizer_over_replicas()) {  // Megatron's distributed optimizer: ZeRO-1 over the replicas
-    std::vector<int64_t> bytes;
-    for (const auto& p : trainable_) bytes.push_back(static_cast<int64_t>(p.nbytes()));
-    dp_owners_ = ParameterPartition(bytes, data_group_size()).owners();
-    std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its place in the data group owns it
-    for (const int owner : dp_owners_) owner_ranks.push_back(owner == data_group_rank() ? rank() : -1);
-    keep_owned(owner_ranks);
-    const std::vector<double> shares = bytes_per_owner(bytes, dp_owners_);
-    log_info("distributed optimizer: the AdamW state of this rank's part of the model split over ", data_group_size(),
-             sizes_.cp > 1 ? " ranks (data x context parallel)" : " replicas", ", ",
-             format_bytes(2.0 * shares[static_cast<size_t>(data_group_rank())]), " of ",
-             format_bytes(2.0 * std::accumulate(shares.begin(), shares.end(), 0.0)), " here");
-  }
+  if (shards_optimizer_over_replicas()) partition_optimizer_state();
   elsewhere_.insert(trainable_on_other_stages_.begin(), trainable_on_other_stages_.end());
   // The norm counts the last stage's copy of a tied embedding once (the first stage's).
   const bool copy_of_tied = tied_embedding_ && last_stage() && !first_stage();
@@ -323,24 +369,58 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
     if (copy_of_tied && model::parameter_place(trainable_names_[i]).side == model::ParameterPlace::Side::kInput) continue;
     const bool is_split = std::any_of(sharded_.begin(), sharded_.end(),
                                       [&](const model::ShardedParameter& s) { return s.parameter.is_same(p); });
-    (is_split ? split_trainable_ : replicated_trainable_).push_back(p);
+    (is_split ? split_trainable_ : is_expert(p) ? expert_trainable_ : replicated_trainable_).push_back(p);
   }
   // What one rank would hold without any split (the held-memory log compares with it): the base class counted
   // every parameter at its size here (other stages' whole, as shapes) and this rank's trainable ones.
   int64_t held = 0, whole = 0;
-  for (const auto& s : sharded_) {
-    const auto sliced = static_cast<int64_t>(s.parameter.nbytes());
-    const int64_t unsplit = sliced * s.full_size / s.parameter.size(s.dim);
-    full_parameter_bytes_ += unsplit - sliced;
-    if (s.parameter.requires_grad()) full_trainable_bytes_ += unsplit - sliced;
-    if (!model::holds_values(s.parameter)) continue;
-    held += sliced;
-    whole += unsplit;
-  }
+  for (const auto* split : {&sharded_, &expert_sharded_})
+    for (const auto& s : *split) {
+      const auto sliced = static_cast<int64_t>(s.parameter.nbytes());
+      const int64_t unsplit = sliced * s.full_size / s.parameter.size(s.dim);
+      full_parameter_bytes_ += unsplit - sliced;
+      if (s.parameter.requires_grad()) full_trainable_bytes_ += unsplit - sliced;
+      if (!model::holds_values(s.parameter) || split == &expert_sharded_) continue;
+      held += sliced;
+      whole += unsplit;
+    }
   full_trainable_bytes_ += other_stages_trainable_bytes_;
   if (tp_group_)
     log_info("tensor parallel: ", sharded_.size(), " parameters split, ", format_bytes(static_cast<double>(held)),
              " of their ", format_bytes(static_cast<double>(whole)), " on this rank");
+}
+
+void ModelParallel::partition_optimizer_state() {
+  // Megatron's distributed optimizer (ZeRO-1 over the replicas): the experts' state over the ranks holding the same
+  // experts, the rest over the data group.
+  std::vector<int64_t> bytes, dense_bytes, expert_bytes;
+  for (const auto& p : trainable_) {
+    bytes.push_back(static_cast<int64_t>(p.nbytes()));
+    (is_expert(p) ? expert_bytes : dense_bytes).push_back(bytes.back());
+  }
+  dp_owners_ = ParameterPartition(dense_bytes, data_group_size()).owners();
+  const int expert_group_rank = data_group_rank() / sizes_.ep;
+  expert_owners_ = ParameterPartition(expert_bytes, expert_data_group_size()).owners();
+  std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its place in its group owns it
+  std::vector<int> owner_in_data_group;  // for the log: the data-group rank of each parameter's owner
+  size_t dense = 0, expert = 0;
+  for (const auto& p : trainable_) {
+    const bool mine = is_expert(p) ? expert_owners_[expert++] == expert_group_rank : dp_owners_[dense++] == data_group_rank();
+    owner_ranks.push_back(mine ? rank() : -1);
+    owner_in_data_group.push_back(mine ? data_group_rank() : -1);
+  }
+  keep_owned(owner_ranks);
+  double here = 0, total = 0;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (owner_in_data_group[i] >= 0) here += static_cast<double>(bytes[i]);
+    total += static_cast<double>(bytes[i]);
+  }
+  log_info("distributed optimizer: the AdamW state of this rank's part of the model split over ", data_group_size(),
+           sizes_.cp > 1 ? " ranks (data x context parallel)" : " replicas",
+           sizes_.ep == 1 ? std::string()
+           : expert_data_group_size() > 1 ? " (the experts' over the " + std::to_string(expert_data_group_size()) + " ranks holding the same)"
+                                          : std::string(" (the experts' with their only rank)"),
+           ", ", format_bytes(2.0 * here), " of ", format_bytes(2.0 * total), " here");
 }
 
 ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
@@ -368,9 +448,15 @@ ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
 void ModelParallel::begin_training(model::CausalLM& model) {
   (void)model;
   if (!data_group_) return;
-  data_sync_.emplace(*data_group_, trainable_, zero_.reduce_bucket_bytes);
+  std::vector<at::Tensor> dense, experts;
+  for (const auto& p : trainable_) (is_expert(p) ? experts : dense).push_back(p);
+  data_sync_.emplace(*data_group_, dense, zero_.reduce_bucket_bytes);
   if (shards_optimizer_over_replicas()) data_sync_->set_owners(dp_owners_);
   data_sync_->broadcast_parameters();
+  if (!expert_data_group_) return;  // each rank of the EP group holds experts no other rank has
+  expert_sync_.emplace(*expert_data_group_, experts, zero_.reduce_bucket_bytes);
+  if (shards_optimizer_over_replicas()) expert_sync_->set_owners(expert_owners_);
+  expert_sync_->broadcast_parameters();
 }
 
 void ModelParallel::run_micro_batches(MicroBatches& batches, bool backward) {
@@ -446,13 +532,16 @@ void ModelParallel::run_pipeline(MicroBatches& batches, bool backward) {
 }
 
 void ModelParallel::before_backward(bool last_of_step) {
-  if (data_sync_ && last_of_step) data_sync_->overlap_next_backward(GradientSync::Exchange::kAllReduce);
+  if (!last_of_step) return;
+  for (auto* sync : {&data_sync_, &expert_sync_})
+    if (*sync) (*sync)->overlap_next_backward(GradientSync::Exchange::kAllReduce);
 }
 
 void ModelParallel::finish_gradients(bool first_step) {
   (void)first_step;
   // After the data-parallel exchange, which writes its sums back into the gradients when it completes.
-  if (data_sync_) data_sync_->all_reduce_gradients();
+  for (auto* sync : {&data_sync_, &expert_sync_})
+    if (*sync) (*sync)->all_reduce_gradients();
   sum_partial_gradients();
   if (embedding_group_) {  // the tied embedding's two uses, on the first and the last stage
     at::Tensor& embedding = model_->model->embed_tokens->weight;
@@ -484,6 +573,10 @@ double ModelParallel::clip_gradients(double max_norm, bool& overflow) {
   double squares = split_norm * split_norm;
   if (tp_group_) squares = tp_group_->sum({squares})[0];
   squares += replicated_norm * replicated_norm;
+  if (ep_group_) {  // each rank of the EP group has its own experts' gradients
+    const double experts = gradient_norm(expert_trainable_);
+    squares += ep_group_->sum({experts * experts})[0];
+  }
   if (pp_group_) squares = pp_group_->sum({squares})[0];
   const double norm = std::sqrt(squares);
   const double coefficient = max_norm / (norm + 1e-6);  // as clip_grad_norm_
@@ -492,12 +585,15 @@ double ModelParallel::clip_gradients(double max_norm, bool& overflow) {
 }
 
 void ModelParallel::after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) {
-  if (stepped && shards_optimizer_over_replicas()) data_sync_->broadcast_from_owners();  // the owners' new values
+  if (stepped && shards_optimizer_over_replicas())  // the owners' new values
+    for (auto* sync : {&data_sync_, &expert_sync_})
+      if (*sync) (*sync)->broadcast_from_owners();
   if (first_step) {
     std::vector<std::string> kinds;
     if (sizes_.tp > 1) kinds.push_back("tensor");
     if (sizes_.cp > 1) kinds.push_back("context");
     if (sizes_.pp > 1) kinds.push_back("pipeline");
+    if (sizes_.ep > 1) kinds.push_back("expert");
     std::string what;
     for (size_t i = 0; i < kinds.size(); ++i) what += (i == 0 ? "" : i + 1 == kinds.size() ? " and " : ", ") + kinds[i];
     log_held_memory(what + " parallelism", model_, optimizer_state);
@@ -514,13 +610,20 @@ std::vector<ParameterSlice> ModelParallel::parameter_slices() const {
       slice.index = tp_rank();
       slice.count = sizes_.tp;
     }
+    for (const auto& s : expert_sharded_) {
+      if (s.name != slice.name) continue;
+      slice.whole_shape[0] = s.full_size;
+      slice.dim = 0;
+      slice.index = ep_rank();
+      slice.count = sizes_.ep;
+    }
   }
   return out;
 }
 
 void ModelParallel::end_training() {
   log_time_in_collectives({group_.get(), tp_group_.get(), cp_group_.get(), data_group_.get(), pp_group_.get(),
-                           embedding_group_.get()});
+                           embedding_group_.get(), ep_group_.get(), expert_data_group_.get()});
   if (!pp_group_) return;
   // Each rank's share of the training schedule spent waiting for its neighbours, next to 1F1B's theoretical bubble.
   std::vector<double> share(static_cast<size_t>(world_size()), 0.0);
@@ -541,6 +644,11 @@ void ModelParallel::begin_save(bool trainable_only) {
     if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
     held_while_saving_.emplace_back(s.parameter, s.parameter.data());
     s.parameter.set_data(tp_group_->all_gather(s.parameter.data(), s.dim));
+  }
+  for (auto& s : expert_sharded_) {  // every expert, from the ranks of the EP group
+    if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
+    held_while_saving_.emplace_back(s.parameter, s.parameter.data());
+    s.parameter.set_data(ep_group_->all_gather(s.parameter.data(), 0));
   }
   if (pp_group_) collect_stages_on_rank0(trainable_only);
 }

@@ -19,7 +19,7 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"decoder_first_pipeline_num_layers", FlagType::kInt, "0", "layers of the first pipeline stage (0: an even split; the others share the rest)"},
       {"decoder_last_pipeline_num_layers", FlagType::kInt, "0", "layers of the last pipeline stage (0: an even split; the others share the rest)"},
       {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism: each keeps 2 of 2 x cp chunks of every row, balanced for causal attention, and ring attention passes the keys around)", {"cp_size"}},
-      {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split a MoE layer's experts; only 1 for now", {"ep_size"}},
+      {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split each mixture-of-experts layer's experts (Megatron expert parallelism: taken from the data-parallel ranks, x --cp_size, each holding experts / ep of every sparse layer; tokens travel to their experts by all-to-all)", {"ep_size"}},
       {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
       {"use_distributed_optimizer", FlagType::kBool, "true", "with --tp_size/--pp_size and several data-parallel replicas: the ranks holding the same part of the model shard its AdamW state (Megatron's distributed optimizer, ZeRO-1); false: each keeps all of it"},
       {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
@@ -44,24 +44,36 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
   problems.check(options.virtual_stages == 1 || options.pp_size > 1,
                  "--virtual_pipeline_model_parallel_size " + std::to_string(options.virtual_stages) + " needs pipeline stages",
                  "add --pp_size 2 (or more), or drop it");
-  problems.check(flags.integer("expert_model_parallel_size") == 1,
-                 "--expert_model_parallel_size " + std::to_string(flags.integer("expert_model_parallel_size")) +
-                     " is not available in swift yet (tensor, context, pipeline and data parallelism are)",
-                 "use --tp_size and --pp_size for the model and the remaining ranks for data parallelism");
+  options.ep_size = flags.integer("expert_model_parallel_size");
+  problems.at_least("expert_model_parallel_size", options.ep_size, 1, "ranks, e.g. 2");
+  problems.check(options.ep_size == 1 || options.tp_size == 1,
+                 "--expert_model_parallel_size " + std::to_string(options.ep_size) + " with --tp_size " +
+                     std::to_string(options.tp_size) + " is not available yet (mixture-of-experts layers are not split by "
+                     "tensor parallelism)",
+                 "drop --tp_size: split the experts with --ep_size and the layers with --pp_size");
   const int64_t world = options.env.world_size;
-  if (options.tp_size < 1 || options.pp_size < 1) return;
+  if (options.tp_size < 1 || options.pp_size < 1 || options.ep_size < 1) return;
   const int64_t split = options.model_parallel_size();
   const std::string sizes = "--tp_size " + std::to_string(options.tp_size) + " x --pp_size " + std::to_string(options.pp_size) +
                             (options.cp_size > 1 ? " x --cp_size " + std::to_string(options.cp_size) : "");
   problems.check(world % split == 0,
                  sizes + " (" + std::to_string(split) + ") does not divide the " + std::to_string(world) + " ranks (WORLD_SIZE)",
                  "start a multiple of " + std::to_string(split) + " ranks (NPROC_PER_NODE x NNODES), or change the sizes");
+  // Expert parallelism takes its ranks from those sharing a part of the model (data x context parallel).
+  const int64_t data_ranks = world / (options.tp_size * options.pp_size);
+  problems.check(world % split != 0 || data_ranks % options.ep_size == 0,
+                 "--expert_model_parallel_size " + std::to_string(options.ep_size) + " does not divide the " +
+                     std::to_string(data_ranks) + " data-parallel" + (options.cp_size > 1 ? " x context-parallel" : "") +
+                     " ranks (" + std::to_string(world) + " ranks over --tp_size x --pp_size)",
+                 "start a multiple of " + std::to_string(options.ep_size * options.tp_size * options.pp_size) +
+                     " ranks, or choose an --ep_size that divides " + std::to_string(data_ranks));
   const int64_t dp = flags.integer("dp_size");
   problems.check(dp == 0 || dp * split == world,
                  "--dp_size " + std::to_string(dp) + " x " + sizes + " is not the " + std::to_string(world) + " ranks started",
                  "drop --dp_size (it is what the ranks leave), or start " + std::to_string(dp * split) + " ranks");
-  problems.check(split == 1 || options.zero.stage <= 1,
+  problems.check(!options.splits_model() || options.zero.stage <= 1,
                  "--deepspeed " + options.zero.source + " with " + sizes +
+                     (options.ep_size > 1 ? " x --ep_size " + std::to_string(options.ep_size) : "") +
                      " is not available yet (only the optimizer state is sharded across replicas: Megatron's distributed optimizer)",
                  "drop --deepspeed (--use_distributed_optimizer, on by default, shards the optimizer state)");
   options.distributed_optimizer = flags.boolean("use_distributed_optimizer") || options.zero.stage == 1;

@@ -277,9 +277,10 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
   zero.offload_optimizer = zero.offload_optimizer && cuda;
   if (!group) return std::make_unique<SingleProcess>(device, zero);
   std::unique_ptr<ParallelStrategy> strategy;
-  if (options.model_parallel_size() > 1) {
+  if (options.splits_model()) {
     ModelParallelSizes sizes;
     sizes.tp = static_cast<int>(options.tp_size);
+    sizes.ep = static_cast<int>(options.ep_size);
     sizes.sequence_parallel = options.sequence_parallel;
     sizes.pp = static_cast<int>(options.pp_size);
     sizes.cp = static_cast<int>(options.cp_size);

@@ -279,6 +279,24 @@ at::Tensor ProcessGroup::all_to_all(const at::Tensor& tensor, int64_t scatter_di
   return at::cat(output.to(tensor.device()).unbind(0), gather_dim);
 }
 
+at::Tensor ProcessGroup::all_to_all_rows(const at::Tensor& rows, const std::vector<int64_t>& send_rows,
+                                         const std::vector<int64_t>& receive_rows) {
+  const auto n = static_cast<size_t>(impl_->world_size);
+  SWIFT_ASSERT(send_rows.size() == n && receive_rows.size() == n, "an all-to-all of rows gives a count per rank");
+  const bool stage = impl_->backend_name == "gloo" && rows.is_cuda();
+  at::Tensor input = rows.contiguous();
+  if (stage) input = input.to(c10::kCPU);
+  auto shape = input.sizes().vec();
+  shape[0] = 0;
+  for (const int64_t r : receive_rows) shape[0] += r;
+  at::Tensor output = at::empty(shape, input.options());
+  std::vector<int64_t> send(send_rows), receive(receive_rows);  // c10d takes them by non-const reference
+  timed(*impl_->waited_ns, [&] {
+    impl_->guarded("all-to-all", [&] { impl_->backend->alltoall_base(output, input, receive, send)->wait(impl_->timeout); });
+  });
+  return output.to(rows.device());
+}
+
 std::unique_ptr<ProcessGroup> ProcessGroup::subgroup(const std::vector<int>& ranks, const std::string& name) const {
   const auto me = std::find(ranks.begin(), ranks.end(), impl_->rank);
   SWIFT_ASSERT(me != ranks.end(), "a subgroup holds the rank that makes it");

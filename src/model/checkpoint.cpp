@@ -246,10 +246,20 @@ int64_t read_deferred_weights(CausalLM& model, const WeightSliceOf& slice_of) {
     const std::string& name = item.key();
     if (!deferred->names.count(name)) continue;
     at::Tensor& p = item.value();
-    // Only tensor parallelism defers, and it refuses mixture-of-experts models (whose experts are stored apart).
-    SWIFT_CHECK(weights.contains(name), DataError, deferred->folder.string() + " lost " + name + " after loading",
-                "keep a model's folder unchanged while a run loads it");
     const std::optional<WeightSlice> slice = slice_of ? slice_of(name) : std::nullopt;
+    if (!weights.contains(name)) {  // a mixture-of-experts layer's experts, stored one tensor per expert
+      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
+      SWIFT_CHECK(experts && experts->missing.empty() && experts->problem.empty(), DataError,
+                  deferred->folder.string() + " lost " + name + " after loading",
+                  "keep a model's folder unchanged while a run loads it");
+      SWIFT_ASSERT(!slice || slice->dim == 0, "stacked experts are split by expert only");
+      with_context("loading " + name + " from the experts' tensors in " + deferred->folder.string(), [&] {
+        p.set_data(at::empty(p.sizes(), p.options()));
+        read_stored_experts(weights, *experts, p, slice ? slice->start : 0);
+      });
+      bytes += static_cast<int64_t>(p.nbytes());
+      continue;
+    }
     with_context("loading " + name + " from " + weights.file_of(name).filename().string(), [&] {
       const at::Tensor source =
           slice ? weights.get_slice(name, slice->dim, slice->start, slice->length) : weights.get(name);

@@ -65,13 +65,14 @@ std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& fo
   return out;
 }
 
-void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExperts& stored, at::Tensor& into) {
+void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExperts& stored, at::Tensor& into,
+                         int64_t first_expert) {
   at::NoGradGuard no_grad;
-  for (size_t e = 0; e < stored.keys.size(); ++e) {
+  for (int64_t e = 0; e < into.size(0); ++e) {
     int64_t row = 0;
-    for (const auto& key : stored.keys[e]) {
+    for (const auto& key : stored.keys.at(static_cast<size_t>(first_expert + e))) {
       const at::Tensor part = folder.get(key);
-      into[static_cast<int64_t>(e)].narrow(0, row, part.size(0)).copy_(part);
+      into[e].narrow(0, row, part.size(0)).copy_(part);
       row += part.size(0);
       folder.release(key);
     }

@@ -60,20 +60,27 @@ MoeExpertsImpl::MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t inte
 }
 
 at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights) {
-  const int64_t k = experts.size(1), num_experts = gate_up_proj.size(0);
+  const int64_t k = experts.size(1);
+  const int64_t num_experts = expert_parallel ? expert_parallel->num_experts : gate_up_proj.size(0);
   // Every (token, choice) pair sorted by expert (stable: within an expert in token order), so each expert's tokens
   // are one run of rows.
   const at::Tensor flat_experts = experts.reshape({-1});
   const at::Tensor order = at::argsort(flat_experts, /*stable=*/true);
   const at::Tensor token = at::floor_divide(order, k);
-  const at::Tensor offsets = at::cumsum(at::bincount(flat_experts, {}, num_experts), 0).to(at::kInt);
-  const at::Tensor rows = x.index_select(0, token);                                      // [N k, C]
-  const at::Tensor gate_up = grouped_matmul(rows, gate_up_proj.transpose(1, 2), offsets);  // [N k, 2I]
-  const auto halves = gate_up.chunk(2, -1);
-  const at::Tensor hidden = at::silu(halves[0]) * halves[1];
-  at::Tensor out = grouped_matmul(hidden, down_proj.transpose(1, 2), offsets);  // [N k, C]
+  const at::Tensor counts = at::bincount(flat_experts, {}, num_experts);
+  const at::Tensor rows = x.index_select(0, token);  // [N k, C]
+  at::Tensor out = expert_parallel
+                       ? exchange_with_experts(rows, counts, *expert_parallel,
+                                               [this](const at::Tensor& r, const at::Tensor& o) { return run_held_experts(r, o); })
+                       : run_held_experts(rows, at::cumsum(counts, 0).to(at::kInt));  // [N k, C]
   out = out * weights.reshape({-1}).index_select(0, order).unsqueeze(-1);
   return at::zeros_like(x).index_add(0, token, out);
+}
+
+at::Tensor MoeExpertsImpl::run_held_experts(const at::Tensor& rows, const at::Tensor& offsets) {
+  const at::Tensor gate_up = grouped_matmul(rows, gate_up_proj.transpose(1, 2), offsets);  // [M, 2I]
+  const auto halves = gate_up.chunk(2, -1);
+  return grouped_matmul(at::silu(halves[0]) * halves[1], down_proj.transpose(1, 2), offsets);  // [M, C]
 }
 
 SparseMoeBlockImpl::SparseMoeBlockImpl(const ModelConfig& c, const at::TensorOptions& options)

@@ -77,18 +77,22 @@ void LinearAdapter::split_for_tensor_parallel(TensorParallelRole role, TensorPar
   throw UsageError("the adapter on " + prefix + " cannot be split for tensor parallelism", "use --tp_size 1");
 }
 
-ShardedParameter keep_tensor_parallel_slice(const std::string& name, at::Tensor& p, int64_t dim,
-                                            const TensorParallelComm& comm) {
-  const int64_t full = p.size(dim), part = full / comm.size();
+ShardedParameter keep_parameter_slice(const std::string& name, at::Tensor& p, int64_t dim, int index, int count) {
+  const int64_t full = p.size(dim), part = full / count;
   at::NoGradGuard no_grad;
-  if (!holds_values(p)) {  // another pipeline stage's parameter: only its shape is here
+  if (!holds_values(p)) {  // another pipeline stage's parameter, or one read later: only its shape is here
     auto sizes = p.sizes().vec();
     sizes[static_cast<size_t>(dim)] = part;
     p.set_data(shape_only(sizes, p.options()));
     return {name, p, dim, full};
   }
-  p.set_data(p.narrow(dim, comm.rank() * part, part).contiguous().clone());
+  p.set_data(p.narrow(dim, index * part, part).contiguous().clone());
   return {name, p, dim, full};
+}
+
+ShardedParameter keep_tensor_parallel_slice(const std::string& name, at::Tensor& p, int64_t dim,
+                                            const TensorParallelComm& comm) {
+  return keep_parameter_slice(name, p, dim, comm.rank(), comm.size());
 }
 
 at::Tensor copy_to_tensor_parallel(const at::Tensor& x, TensorParallelComm& comm) {

@@ -104,6 +104,9 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                      std::to_string(parallel.cp_size) +
                      " is not available yet (a pair's log-probabilities are computed on whole rows by the whole model)",
                  "split the model with --tp_size (tensor parallelism), or use data parallelism (--deepspeed zero3)");
+  problems.check(parallel.ep_size == 1,
+                 "swift rlhf with --expert_model_parallel_size " + std::to_string(parallel.ep_size) + " is not available yet",
+                 "train the mixture-of-experts model with data parallelism (--deepspeed zero3 shards it) or --pp_size with swift sft");
   problems.check(!parallel.sequence_parallel, "swift rlhf with --sequence_parallel is not available yet",
                  "drop --sequence_parallel (--tp_size alone splits the model)");
   problems.raise();

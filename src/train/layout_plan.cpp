@@ -11,6 +11,7 @@
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/core/memory.h"
+#include "swift/model/expert_parallel.h"
 #include "swift/model/tensor_parallel.h"
 
 namespace swift::train {
@@ -18,13 +19,24 @@ namespace {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// Parameters of one decoder layer, and of LoRA (rank r) on its seven linear layers.
+// Parameters of a decoder layer, on average over the layers (a mixture-of-experts model mixes dense and sparse
+// ones), and those of them in the experts (what expert parallelism splits).
 double layer_parameters(const model::ModelConfig& c) {
-  model::ModelConfig one = c;
-  one.num_hidden_layers = 1;
-  one.vocab_size = 0;
-  one.tie_word_embeddings = true;
-  return model::parameter_count(one) - static_cast<double>(c.hidden_size);  // without the final norm
+  model::ModelConfig layers_only = c;
+  layers_only.vocab_size = 0;
+  layers_only.tie_word_embeddings = true;
+  layers_only.num_labels = 0;
+  const double without_final_norm = model::parameter_count(layers_only) - static_cast<double>(c.hidden_size);
+  return without_final_norm / static_cast<double>(std::max<int64_t>(1, c.num_hidden_layers));
+}
+
+double layer_expert_parameters(const model::ModelConfig& c) {
+  if (!c.is_moe()) return 0;
+  int64_t sparse = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) sparse += c.sparse_layer(i) ? 1 : 0;
+  const double per_layer = static_cast<double>(c.moe.num_experts) * 3.0 * static_cast<double>(c.hidden_size) *
+                           static_cast<double>(c.moe.expert_intermediate_size);
+  return per_layer * static_cast<double>(sparse) / static_cast<double>(std::max<int64_t>(1, c.num_hidden_layers));
 }
 
 double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
@@ -34,14 +46,16 @@ double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
 }
 
 // The busiest rank's memory under one layout.
-MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int dp) {
+MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int dp, int ep) {
   const model::ModelConfig& c = in.config;
   const int64_t stage_layers = ceil_div(c.num_hidden_layers, pp);
   const double embedding = static_cast<double>(c.vocab_size) * static_cast<double>(c.hidden_size);
   const double head = c.tie_word_embeddings ? (pp > 1 ? embedding : 0.0) : embedding;  // a tied head: the last stage's copy
   // The first stage holds the embedding, the last the head (one stage: both); the layers and both split over TP.
   const double outer = pp == 1 ? embedding + head : std::max(embedding, head);
-  const double params = (static_cast<double>(stage_layers) * layer_parameters(c) + outer) / tp;
+  const double experts = layer_expert_parameters(c);  // each EP rank keeps 1/ep of them
+  const double layer = layer_parameters(c) - experts + experts / ep;
+  const double params = (static_cast<double>(stage_layers) * layer + outer) / tp;
   const double trainable = in.lora ? static_cast<double>(stage_layers) * lora_layer_parameters(c, in.lora_rank) / tp : params;
 
   MemoryInputs m;
@@ -61,6 +75,12 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   m.world_size = dp * cp;
   m.gradient_checkpointing = in.gradient_checkpointing;
   MemoryEstimate e = estimate_memory(m);
+  // The distributed optimizer splits the experts' AdamW state over the ranks holding the same experts only
+  // (dp x cp / ep), the rest over the whole data group.
+  if (!in.lora && m.zero_stage >= 1 && ep > 1) {
+    const double split_experts = static_cast<double>(stage_layers) * experts / ep / tp;
+    e.optimizer *= (params - split_experts + split_experts * ep) / params;
+  }
   // 1F1B: the first stage keeps its layers' activations for up to PP micro-batches until their backward; the last
   // stage one micro-batch's, and the logits (one stage: both on the same rank).
   MemoryInputs layers_only = m;
@@ -74,7 +94,7 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
 
 std::string layout_name(const LayoutOption& o) {
   return "tp " + std::to_string(o.tp) + " x cp " + std::to_string(o.cp) + " x pp " + std::to_string(o.pp) + " x dp " +
-         std::to_string(o.dp);
+         std::to_string(o.dp) + (o.ep > 1 ? " (ep " + std::to_string(o.ep) + ")" : "");
 }
 
 std::string layout_flags(const LayoutOption& o) {
@@ -82,6 +102,7 @@ std::string layout_flags(const LayoutOption& o) {
   if (o.tp > 1) flags += " --tp_size " + std::to_string(o.tp) + " --sequence_parallel true";
   if (o.pp > 1) flags += " --pp_size " + std::to_string(o.pp);
   if (o.cp > 1) flags += " --cp_size " + std::to_string(o.cp);
+  if (o.ep > 1) flags += " --ep_size " + std::to_string(o.ep);
   return flags.empty() ? "none (data parallelism over every GPU)" : flags.substr(1);
 }
 
@@ -100,16 +121,21 @@ std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in) {
     for (int cp = 1; tp * cp <= in.gpus && 2 * cp <= in.row_tokens; cp *= 2) {
       for (int pp = 1; tp * cp * pp <= in.gpus && pp <= in.config.num_hidden_layers; ++pp) {
         if (in.gpus % (tp * cp * pp)) continue;
-        LayoutOption o;
-        o.tp = tp, o.cp = cp, o.pp = pp, o.dp = in.gpus / (tp * cp * pp);
-        o.per_rank = estimate(in, tp, cp, pp, o.dp);
-        o.fits = usable > 0 && o.per_rank.total() <= usable;
-        out.push_back(o);
+        const int dp = in.gpus / (tp * cp * pp);
+        // Expert parallelism (MoE models, without TP): any split of the experts the data group (dp x cp) allows.
+        for (int ep = 1; ep <= dp * cp; ++ep) {
+          if (ep > 1 && (tp > 1 || (dp * cp) % ep || !model::expert_parallel_problem(in.config, ep).empty())) continue;
+          LayoutOption o;
+          o.tp = tp, o.cp = cp, o.pp = pp, o.dp = dp, o.ep = ep;
+          o.per_rank = estimate(in, tp, cp, pp, dp, ep);
+          o.fits = usable > 0 && o.per_rank.total() <= usable;
+          out.push_back(o);
+        }
       }
     }
   }
   std::stable_sort(out.begin(), out.end(), [](const LayoutOption& a, const LayoutOption& b) {
-    return std::make_tuple(a.tp * a.cp * a.pp, a.cp, a.pp) < std::make_tuple(b.tp * b.cp * b.pp, b.cp, b.pp);
+    return std::make_tuple(a.tp * a.cp * a.pp, a.cp, a.pp, a.ep) < std::make_tuple(b.tp * b.cp * b.pp, b.cp, b.pp, b.ep);
   });
   return out;
 }

@@ -15,6 +15,7 @@
 #include "swift/model/model_config.h"
 #include "swift/distributed/pipeline_schedule.h"
 #include "swift/model/parameter_layout.h"
+#include "swift/model/expert_parallel.h"
 #include "swift/model/tensor_parallel.h"
 #include "swift/train/layout_plan.h"
 #include "swift/quant/quant_config.h"
@@ -161,11 +162,14 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   data::check_local_datasets(options.data.val_datasets, "--val_dataset");
   // A tensor-parallel size the model's heads, MLP width or vocabulary do not divide, or more pipeline stages than
   // layers: said before the weights load.
-  if (options.parallel.model_parallel_size() > 1 && fs::exists(options.model.dir / "config.json")) {
+  if (options.parallel.splits_model() && fs::exists(options.model.dir / "config.json")) {
     const auto config = model::load_model_config(options.model.dir);
     const std::string problem = model::tensor_parallel_problem(config, static_cast<int>(options.parallel.tp_size));
     SWIFT_CHECK(problem.empty(), UsageError, "--tp_size " + std::to_string(options.parallel.tp_size) + ": " + problem,
                 "choose a --tp_size that divides it, or another layout");
+    const std::string experts = model::expert_parallel_problem(config, static_cast<int>(options.parallel.ep_size));
+    SWIFT_CHECK(experts.empty(), UsageError, "--expert_model_parallel_size " + std::to_string(options.parallel.ep_size) + ": " + experts,
+                "choose an --expert_model_parallel_size that divides the experts, or drop it");
     if (options.parallel.pp_size > 1)
       distributed::pipeline_layer_split(config.num_hidden_layers,
                                         static_cast<int>(options.parallel.pp_size * options.parallel.virtual_stages),

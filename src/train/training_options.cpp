@@ -250,10 +250,10 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
                  "--plan_gpus " + std::to_string(o.plan.gpus) + " is not a whole number of nodes of --plan_gpus_per_node " +
                      std::to_string(o.plan.gpus_per_node),
                  "give a multiple of the GPUs per node");
-  problems.check(!o.optimizer.galore || o.parallel.model_parallel_size() == 1,
+  problems.check(!o.optimizer.galore || !o.parallel.splits_model(),
                  "GaLore (" + (o.optimizer.galore ? o.optimizer.galore->source : std::string()) + ") with --tp_size " +
                      std::to_string(o.parallel.tp_size) + " / --pp_size " + std::to_string(o.parallel.pp_size) +
-                     " / --cp_size " + std::to_string(o.parallel.cp_size) +
+                     " / --cp_size " + std::to_string(o.parallel.cp_size) + " / --ep_size " + std::to_string(o.parallel.ep_size) +
                      " is not available yet (its projections need whole gradients)",
                  "use AdamW with --tp_size / --pp_size, or GaLore with data parallelism");
   l.save_model_parts = !flags.boolean("save_safetensors");

@@ -404,5 +404,25 @@ TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
   });
 }
 
+// Expert parallelism's exchange of rows in uneven counts over Gloo, including none at all: rank 1 receives no row
+// and rank 0 none from itself in the second round.
+TEST(ExpertParallelExchange, RowsOfUnevenCountsIncludingNone) {
+  on_two_ranks([](ProcessGroup& group) {
+    const int r = group.rank();
+    auto rows = [](int rank, int64_t n) { return (at::arange(n * 3, at::kFloat) + 100 * rank).view({n, 3}); };
+    // Round 1: rank 0 sends 2 rows to itself, rank 1 sends 3 rows to rank 0; rank 1 receives nothing.
+    const std::vector<int64_t> send = r == 0 ? std::vector<int64_t>{2, 0} : std::vector<int64_t>{3, 0};
+    const std::vector<int64_t> receive = r == 0 ? std::vector<int64_t>{2, 3} : std::vector<int64_t>{0, 0};
+    const at::Tensor got = group.all_to_all_rows(rows(r, r == 0 ? 2 : 3), send, receive);
+    if (r == 0) EXPECT_TRUE(at::equal(got, at::cat({rows(0, 2), rows(1, 3)})));
+    else EXPECT_EQ(got.sizes(), (std::vector<int64_t>{0, 3}));
+    // Round 2: rank 0 sends its 1 row to rank 1, rank 1 keeps its 1 row.
+    const at::Tensor back = group.all_to_all_rows(rows(r, 1), r == 0 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0, 1},
+                                                  r == 0 ? std::vector<int64_t>{0, 0} : std::vector<int64_t>{1, 1});
+    if (r == 1) EXPECT_TRUE(at::equal(back, at::cat({rows(0, 1), rows(1, 1)})));
+    else EXPECT_EQ(back.size(0), 0);
+  });
+}
+
 }  // namespace
 }  // namespace swift::distributed

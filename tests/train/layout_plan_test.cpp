@@ -55,6 +55,53 @@ TEST(LayoutPlan, SeventyBOnFourNodesNeedsModelParallelismWithinTheRecommendation
   EXPECT_NE(train::describe_layout_plan(in, options).find("recommended: --tp_size"), std::string::npos);
 }
 
+// Qwen3-30B-A3B's shape: 48 sparse layers of 128 experts (8 per token).
+model::ModelConfig thirty_b_a3b() {
+  model::ModelConfig c;
+  c.hidden_size = 2048;
+  c.intermediate_size = 6144;
+  c.num_hidden_layers = 48;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 4;
+  c.head_dim = 128;
+  c.qk_norm = true;
+  c.vocab_size = 151936;
+  c.moe.num_experts = 128;
+  c.moe.experts_per_token = 8;
+  c.moe.expert_intermediate_size = 768;
+  c.moe.sparse_layers.assign(48, true);
+  return c;
+}
+
+// A mixture-of-experts model: no tensor parallelism (its layers are not split by TP), its experts split over the
+// data-parallel ranks instead; each split holds the dense part whole and 1/ep of the experts, and full fine-tuning
+// of 30B on 8 GPUs of 80 GiB needs one.
+TEST(LayoutPlan, MixtureOfExpertsSplitsItsExpertsOverTheDataParallelRanks) {
+  train::LayoutPlanInputs in = cluster(80);
+  in.config = thirty_b_a3b();
+  in.gpus = 8;
+  in.row_tokens = 4096;
+  const auto options = train::layout_options(in);
+  const train::LayoutOption* whole = nullptr;
+  const train::LayoutOption* split = nullptr;
+  for (const auto& o : options) {
+    EXPECT_EQ(o.tp, 1) << "MoE layers are not split by tensor parallelism";
+    EXPECT_EQ(128 % o.ep, 0);
+    EXPECT_EQ(o.dp * o.cp % o.ep, 0);
+    if (o.cp == 1 && o.pp == 1 && o.ep == 1) whole = &o;
+    if (o.cp == 1 && o.pp == 1 && o.ep == 8) split = &o;
+  }
+  ASSERT_TRUE(whole && split);
+  // 1.5B dense + 29B of experts, fp32 masters: 8 ranks hold 1.5B + 29B / 8.
+  const double experts = 48.0 * 128 * 3 * 2048 * 768, all = model::parameter_count(in.config);
+  EXPECT_NEAR(split->per_rank.weights / whole->per_rank.weights, (all - experts + experts / 8) / all, 0.01);
+  EXPECT_FALSE(whole->fits);
+  const auto best = train::recommended_layout(options);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_GT(best->ep, 1);
+  EXPECT_NE(train::describe_layout_plan(in, options).find("--ep_size " + std::to_string(best->ep)), std::string::npos);
+}
+
 TEST(LayoutPlan, SplitsShrinkWhatTheySplit) {
   const auto options = train::layout_options(cluster(80));
   const auto& base = find(options, 2, 1, 1);

@@ -5,20 +5,25 @@
 //   rank = pp_rank * (dp_size * cp_size * tp_size) + dp_rank * (cp_size * tp_size) + cp_rank * tp_size + tp_rank
 // so a TP group stays within a node and the stages of a pipeline are the farthest apart. The ranks of one replica
 // (its TP x CP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers
-// and (CP) its share of every row.
+// and (CP) its share of every row. Expert parallelism (--ep_size, model/expert_parallel.h) splits the experts of the
+// mixture-of-experts layers over --ep_size consecutive ranks of the data group (DP x CP, as Megatron folds CP into
+// the experts' data parallelism): they train on different samples and send each other tokens; the ranks holding the
+// same experts (the expert data group, data group / ep) sum those experts' gradients.
 //   placement_plan / assign_ownership: each stage keeps its own layers (the first also the embedding, the last the
 //     final norm and the head, and with tied embeddings its copy of the embedding); with TP they are read only
 //     after the split, each rank its own slices (model::read_deferred_weights), so no rank holds a whole weight;
+//     with EP likewise each rank reads only its own experts;
 //   local_sequences: this rank's share of each row (context parallelism);
 //   run_micro_batches: the 1F1B schedule, activations and their gradients sent between neighbouring stages;
 //   local_range / sum: over the data group, the ranks holding the same part of the model (a replica is one
 //     data-parallel rank; its CP ranks each count their own share of the tokens); the logged metrics come from the
 //     last stage, which computes the loss;
-//   finish_gradients: every gradient summed over the data group (DP x CP: Megatron's dp_cp group), q_norm/k_norm's
-//     partial ones over TP, the tied embedding's over its first and last stage;
-//   clip_gradients: the norm of the whole model (split gradients' squares summed over TP, then every stage's);
+//   finish_gradients: every gradient summed over the data group (DP x CP: Megatron's dp_cp group), the experts' over
+//     the expert data group, q_norm/k_norm's partial ones over TP, the tied embedding's over its first and last stage;
+//   clip_gradients: the norm of the whole model (split gradients' squares summed over TP and EP, then every stage's);
 //   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
-//   save_model_part (--save_safetensors false): instead, each TP rank of each stage writes its own slices;
+//   save_model_part (--save_safetensors false): instead, each TP rank of each stage writes its own slices (not with
+//     EP: its checkpoints are written whole);
 //   optimizer state: a file per rank (its slices of its stage's parameters; with the distributed optimizer the
 //     data group splits them: each rank updates its share, then sends the new values to the others).
 #pragma once
@@ -42,6 +47,7 @@ std::shared_ptr<model::TensorParallelComm> tensor_parallel_comm(ProcessGroup& gr
 
 struct ModelParallelSizes {
   int tp = 1, pp = 1, cp = 1;
+  int ep = 1;  // ranks of the data group splitting the experts (consecutive; tp must be 1)
   bool sequence_parallel = false;  // Megatron's: activations between the TP-split layers cut along the sequence
   // How a context-parallel rank reaches the others' keys: ring attention, or Ulysses where the heads (after tensor
   // parallelism) divide by cp (ring otherwise).
@@ -66,6 +72,9 @@ class ModelParallel : public ParallelStrategy {
   // The data group: the ranks holding the same part of the model (DP x CP), and this rank's place in it.
   int data_group_rank() const { return dp_rank() * sizes_.cp + cp_rank(); }
   int data_group_size() const { return dp_size() * sizes_.cp; }
+  // Expert parallelism: this rank's place in its group of the data group, and the ranks holding the same experts.
+  int ep_rank() const { return data_group_rank() % sizes_.ep; }
+  int expert_data_group_size() const { return data_group_size() / sizes_.ep; }
 
   int data_parallel_rank() const override { return dp_rank(); }
   int data_parallel_size() const override { return dp_size(); }
@@ -88,7 +97,7 @@ class ModelParallel : public ParallelStrategy {
   void begin_save(bool trainable_only) override;
   void end_save() override;
   bool shards_optimizer_state() const override { return true; }
-  bool saves_model_parts() const override { return true; }
+  bool saves_model_parts() const override { return sizes_.ep == 1; }
   void save_model_part(const std::filesystem::path& dir, std::optional<c10::ScalarType> dtype) override;
 
  protected:
@@ -109,9 +118,16 @@ class ModelParallel : public ParallelStrategy {
   void keep_own_stage(model::CausalLM& model);
   void run_pipeline(MicroBatches& batches, bool backward);
   void collect_stages_on_rank0(bool trainable_only);
-  // Tensor parallelism: this rank's slices of `model` (and its whole replicated weights), read from the files now
-  // that `split` cut their shapes; logged.
-  void read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& split);
+  // Tensor and expert parallelism: this rank's slices of `model` and its whole replicated weights, read from the
+  // files now that the splits cut their shapes; logged.
+  void read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& tensor_split,
+                       const std::vector<model::ShardedParameter>& expert_split);
+  // Expert parallelism: this rank keeps its experts; the sparse layers send tokens over the group.
+  void split_experts(model::CausalLM& model);
+  // The distributed optimizer: which rank of its group updates each trainable parameter (the experts' over the
+  // expert data group, the others over the data group); logged.
+  void partition_optimizer_state();
+  bool is_expert(const at::Tensor& p) const;
   // Context parallelism: the model's attention reaches the other ranks' keys (ring, or Ulysses where heads divide).
   void split_sequences(model::CausalLM& model);
   // The replicated parameters whose gradient each TP rank has in part, summed over the group.
@@ -120,17 +136,22 @@ class ModelParallel : public ParallelStrategy {
   ModelParallelSizes sizes_;
   // Null where of one rank. data_group_: DP x CP, the ranks whose gradients are summed (and the optimizer sharded).
   std::unique_ptr<ProcessGroup> tp_group_, cp_group_, data_group_, pp_group_, embedding_group_;
+  // Null where of one rank. ep_group_: the ranks splitting the experts; expert_data_group_: those holding the same.
+  std::unique_ptr<ProcessGroup> ep_group_, expert_data_group_;
   std::vector<int64_t> layer_begin_;  // pipeline_layer_split over pp x virtual_stages
   bool tied_embedding_ = false;
   std::shared_ptr<model::PipelineStage> stage_;
-  std::vector<model::ShardedParameter> sharded_;
+  std::vector<model::ShardedParameter> sharded_;         // by tensor parallelism
+  std::vector<model::ShardedParameter> expert_sharded_;  // by expert parallelism (dim 0: the experts)
   std::vector<at::Tensor> partial_gradients_;
-  std::vector<at::Tensor> split_trainable_, replicated_trainable_;  // trainable_, by whether TP splits them
+  // trainable_, by whether TP splits them, EP splits them (the experts) or neither
+  std::vector<at::Tensor> split_trainable_, expert_trainable_, replicated_trainable_;
   std::set<std::string> trainable_on_other_stages_;
   int64_t other_stages_trainable_bytes_ = 0;  // their whole size
   std::vector<std::pair<at::Tensor, at::Tensor>> held_while_saving_;  // (parameter, its data) between begin_/end_save
-  std::optional<GradientSync> data_sync_;
-  std::vector<int> dp_owners_;  // distributed optimizer: the data-group rank updating each trainable parameter
+  std::optional<GradientSync> data_sync_, expert_sync_;  // over data_group_ (all but the experts), expert_data_group_
+  // Distributed optimizer: the rank in its group updating each parameter of data_sync_ / expert_sync_.
+  std::vector<int> dp_owners_, expert_owners_;
   // The training schedule's wall time and the part of it spent waiting on the neighbouring stages (the bubble).
   double schedule_seconds_ = 0, waiting_seconds_ = 0;
   int64_t micro_batches_ = 0;

@@ -63,6 +63,10 @@ class ProcessGroup {
   // `tensor` cut into world_size() equal parts along scatter_dim, part r sent to rank r; the parts received,
   // concatenated along gather_dim in rank order (Ulysses attention's exchange).
   at::Tensor all_to_all(const at::Tensor& tensor, int64_t scatter_dim, int64_t gather_dim);
+  // Rows of uneven counts (expert parallelism's tokens): send_rows[r] consecutive rows (dim 0) of `rows` to rank r;
+  // the rows received, receive_rows[r] from rank r, in rank order.
+  at::Tensor all_to_all_rows(const at::Tensor& rows, const std::vector<int64_t>& send_rows,
+                             const std::vector<int64_t>& receive_rows);
   // The sum over ranks lands in root's tensor (the others' are left undefined in value).
   void reduce_sum(at::Tensor& tensor, int root);
   // The same, started now and finished by the result's wait().

@@ -27,8 +27,10 @@ struct StoredExperts {
 // nullopt when `name` is not a stacked expert parameter.
 std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& folder, const std::string& name,
                                                  int64_t num_experts);
-// Copies them into `into` (the stacked parameter, in its dtype and on its device), expert by expert.
-void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExperts& stored, at::Tensor& into);
+// Copies them into `into` (the stacked parameter, in its dtype and on its device), expert by expert: experts
+// [first_expert, first_expert + into.size(0)) (an expert-parallel rank's share; default: all of them).
+void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExperts& stored, at::Tensor& into,
+                         int64_t first_expert = 0);
 // Appends to `out` the stored tensors of `stacked` under their Hugging Face names (views where the dtype allows);
 // false when `name` is not a stacked expert parameter.
 bool append_stored_experts(const std::string& name, const at::Tensor& stacked, io::NamedTensors& out);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "swift/model/decoder.h"
+#include "swift/model/expert_parallel.h"
 
 namespace swift::model {
 
@@ -28,6 +29,7 @@ bool is_router(const std::string& module_name);
 at::Tensor grouped_matmul(const at::Tensor& x, const at::Tensor& weights, const at::Tensor& offsets);
 
 // The experts of one sparse layer: gate_up_proj [E, 2I, C], down_proj [E, C, I] (silu(gate) * up, then down).
+// Under expert parallelism (expert_parallel.h) this rank holds E / ep of them and the tokens travel to their experts.
 class MoeExpertsImpl : public torch::nn::Module {
  public:
   MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t intermediate, const at::TensorOptions& options);
@@ -35,6 +37,11 @@ class MoeExpertsImpl : public torch::nn::Module {
   // outputs weighted and summed.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights);
   at::Tensor gate_up_proj, down_proj;
+  std::shared_ptr<ExpertParallel> expert_parallel;  // null: every expert here
+
+ private:
+  // The experts held here over rows grouped by expert (offsets [experts held] int32: each group's end).
+  at::Tensor run_held_experts(const at::Tensor& rows, const at::Tensor& offsets);
 };
 TORCH_MODULE(MoeExperts);
 

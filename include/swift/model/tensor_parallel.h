@@ -72,6 +72,10 @@ struct TensorParallelSplit {
   std::vector<at::Tensor> partial_gradients;
 };
 
+// Keeps part `index` of `count` equal parts of `p` along `dim`, in place (a shape-only parameter takes the part's
+// shape: another pipeline stage's, or one read later).
+ShardedParameter keep_parameter_slice(const std::string& name, at::Tensor& p, int64_t dim, int index, int count);
+
 // Keeps rows (dim 0) or columns (dim 1) [rank * n / size, (rank + 1) * n / size) of `p`, in place.
 ShardedParameter keep_tensor_parallel_slice(const std::string& name, at::Tensor& p, int64_t dim,
                                             const TensorParallelComm& comm);

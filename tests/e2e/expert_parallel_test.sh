@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# End-to-end: Megatron-style expert parallelism (--expert_model_parallel_size / --ep_size) on the CPU over c10d
+# (Gloo), started by swift's launcher. Usage: expert_parallel_test.sh path/to/swift
+#  - a Qwen3-MoE model (2 sparse layers of 4 experts, top 2) trained with its experts split over 2 ranks (DP2),
+#    over 4 ranks (DP4, one expert each), over 2 of 4 data-parallel ranks (two copies of each expert, their
+#    gradients summed and their AdamW state split), with pipeline stages (EP2 x PP2) and with context parallelism
+#    (EP2 x CP2) gives one rank's losses, grad norms and final weights (fp32, 1e-5) on the same global batch; so
+#    does LoRA (the experts frozen and split);
+#  - evaluation (a short last round) gives one rank's eval_loss;
+#  - the router's aux loss under EP2 gives plain data parallelism's numbers (each rank's aux over its own tokens);
+#  - each EP2 rank reads only its half of the experts from the files (the log's figure against the file's tensors);
+#  - the checkpoint holds every expert under its Hugging Face name; an EP2 checkpoint resumes exactly at EP2 and
+#    continues at one rank and at EP4 as one rank would;
+#  - an --ep_size that does not divide the data-parallel ranks, a dense model, --tp_size with --ep_size, ZeRO-2 and
+#    swift rlhf with --ep_size stop with exit 2 before the model loads.
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json numpy safetensors
+source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
+
+mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
+"$PY" - "$TMP/moe_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], num_experts=4, num_experts_per_tok=2,
+         moe_intermediate_size=512, norm_topk_prob=True, mlp_only_layers=[])
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+"$SWIFT" export --model "$TMP/moe_config" --init_strategy normal --seed 5 --output_dir "$TMP/moe" >/dev/null 2>&1 || bad "export moe"
+"$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/dense" >/dev/null 2>&1 || bad "export dense"
+
+# --adam_epsilon 1e-6 as dist_test.sh: gradients at the level of summation-order noise must not decide a step.
+base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests --train_type full
+      --gradient_accumulation_steps 4 --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1
+      --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0 --max_steps 4 --save_steps 4)
+
+# Global batch 2: one rank of 2 rows, EP2 (two ranks of 1), EP2 x PP2 (two replicas of two stages).
+run one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 2 --output_dir "$TMP/one"
+run ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 --ep_size 2 \
+  --output_dir "$TMP/ep2"
+has ep2_layout "model parallel: tp 1 x pp 1 x dp 2 (experts split over ep 2 of them)" err
+has ep2_experts "expert parallel: the experts of each sparse layer split over 2 ranks (this rank: experts 0-1 of 4)" err
+compare ep2 "$TMP/one" "$TMP/ep2"
+# Each rank read half of every layer's experts after the split (the log rounds to 0.1 MiB; the experts are 6 MiB).
+"$PY" - "$TMP/err" "$TMP/moe/model.safetensors" <<'P' && ok || bad "ep2: a rank read more than its experts"
+import math, re, sys
+from safetensors import safe_open
+read = [float(x) * 2**20 for x in re.findall(r"expert parallel: read ([\d.]+) MiB of expert weights", open(sys.argv[1]).read())]
+with safe_open(sys.argv[2], "np") as f:
+    size = lambda s: {"F32": 4, "BF16": 2, "F16": 2}[s.get_dtype()] * math.prod(s.get_shape())
+    experts = sum(size(f.get_slice(k)) for k in f.keys() if ".mlp.experts." in k)
+assert len(read) == 1 and abs(read[0] - experts / 2) <= 0.06 * 2**20, (read, experts)
+print(f"rank 0 read {read[0] / 2**20:.1f} MiB of the experts' {experts / 2**20:.1f} MiB")
+P
+run ep2_pp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --pp_size 2 --output_dir "$TMP/ep2_pp2"
+compare ep2_pp2 "$TMP/one" "$TMP/ep2_pp2"
+# Every expert under its Hugging Face name, as transformers saves Qwen3-MoE.
+"$PY" - "$TMP/ep2/checkpoint-4/model.safetensors" <<'P' && ok || bad "ep2: the checkpoint lacks experts"
+import sys
+from safetensors import safe_open
+keys = set(safe_open(sys.argv[1], "np").keys())
+want = {f"model.layers.{l}.mlp.experts.{e}.{p}.weight" for l in range(2) for e in range(4) for p in ("gate_proj", "up_proj", "down_proj")}
+assert want <= keys, sorted(want - keys)[:5]
+P
+
+# Global batch 4: one rank of 4 rows; EP4 (one expert per rank); EP2 over DP4 (each expert on two ranks: their
+# gradients summed, their AdamW state split by the distributed optimizer); EP2 x CP2 (two replicas, each row split).
+run one4 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/one4"
+run ep4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 --ep_size 4 \
+  --output_dir "$TMP/ep4"
+has ep4_experts "(this rank: experts 0-0 of 4)" err
+compare ep4 "$TMP/one4" "$TMP/ep4"
+run ep2_dp4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --output_dir "$TMP/ep2_dp4"
+has ep2_dp4_sum "their gradients summed over the 2 ranks holding the same experts" err
+has ep2_dp4_optimizer "(the experts' over the 2 ranks holding the same)" err
+compare ep2_dp4 "$TMP/one4" "$TMP/ep2_dp4"
+run ep2_cp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 2 \
+  --ep_size 2 --cp_size 2 --output_dir "$TMP/ep2_cp2"
+compare ep2_cp2 "$TMP/one4" "$TMP/ep2_cp2"
+
+# Evaluation: 8 held-out rows in batches of 3 per rank (a short last round; every rank joins every exchange) give
+# one rank's eval_loss.
+evaluate=(--max_steps 2 --save_steps 2 --eval_steps 2 --split_dataset_ratio 0.2 --per_device_eval_batch_size 3)
+run eval_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${evaluate[@]}" --per_device_train_batch_size 2 --output_dir "$TMP/eval_one"
+run eval_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${evaluate[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --output_dir "$TMP/eval_ep2"
+"$PY" - "$TMP/eval_one" "$TMP/eval_ep2" <<'P' && ok || bad "eval_ep2: eval_loss differs from one rank's"
+import json, sys
+loss = lambda d: [r["eval_loss"] for r in map(json.loads, open(f"{d}/logging.jsonl")) if "eval_loss" in r]
+a, b = loss(sys.argv[1]), loss(sys.argv[2])
+assert len(a) == len(b) == 1 and abs(a[0] - b[0]) < 1e-5, (a, b)
+P
+
+# LoRA (no dropout, whose masks differ between one rank and two): the frozen experts split, the adapter one rank's.
+lora=(--train_type lora --lora_dropout 0)
+run lora_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${lora[@]}" --per_device_train_batch_size 2 --output_dir "$TMP/lora_one"
+run lora_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${lora[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --output_dir "$TMP/lora_ep2"
+compare lora_ep2 "$TMP/lora_one" "$TMP/lora_ep2" adapter_model.safetensors
+
+# The aux loss is each rank's over its own tokens (as transformers under DDP): EP2 gives DP2's numbers.
+run aux_dp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
+  --router_aux_loss_coef 0.01 --output_dir "$TMP/aux_dp2"
+run aux_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
+  --router_aux_loss_coef 0.01 --ep_size 2 --output_dir "$TMP/aux_ep2"
+compare aux_ep2 "$TMP/aux_dp2" "$TMP/aux_ep2"
+grep -q '"aux_loss"' "$TMP/aux_ep2/logging.jsonl" && ok || bad "aux_ep2: no aux_loss logged"
+
+# Resuming: an EP2 checkpoint at step 3 of 6 continues exactly at EP2, and at one rank as one rank would.
+
+six=(--max_steps 6 --save_steps 3)
+run r_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --output_dir "$TMP/r_ep2"
+for r in 0 1; do
+  test -s "$TMP/r_ep2/checkpoint-3/optimizer-rank0000$r-of-00002.safetensors" && ok || bad "r_ep2: no optimizer state of rank $r"
+done
+run r_ep2_again 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_ep2_again"
+tail_like r_ep2_again "$TMP/r_ep2" "$TMP/r_ep2_again" 0
+run r_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 2 \
+  --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_one"
+tail_like r_one "$TMP/r_ep2" "$TMP/r_one" 1e-5
+# ... and at EP4 (each rank's expert cut from the EP2 ranks' moments) as one rank does on the same batches.
+run r_one4 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 4 \
+  --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_one4"
+run r_ep4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 1 \
+  --ep_size 4 --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_ep4"
+"$PY" - "$TMP/r_one4" "$TMP/r_ep4" <<'P' && ok || bad "r_ep4: the resumed steps differ from one rank's"
+import json, sys
+rows = lambda d: [r for r in map(json.loads, open(f"{d}/logging.jsonl")) if "loss" in r]
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+assert [r["global_step/max_steps"] for r in b] == ["4/6", "5/6", "6/6"], b
+for x, y in zip(a, b):
+    for k in ("loss", "grad_norm"):
+        assert abs(x[k] - y[k]) / max(1.0, abs(x[k])) < 1e-5, (x, y)
+P
+
+# Layouts that cannot work stop before anything loads.
+run bad_divide 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 4 --output_dir "$TMP/x1"
+has bad_divide "--expert_model_parallel_size 4 does not divide the 2 data-parallel ranks" err
+run bad_dense 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/dense" "${base[@]}" --ep_size 2 --output_dir "$TMP/x2"
+has bad_dense "--expert_model_parallel_size 2: the model has no mixture-of-experts layers" err
+run bad_tp 2 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 2 --tp_size 2 --output_dir "$TMP/x3"
+has bad_tp "--expert_model_parallel_size 2 with --tp_size 2 is not available yet" err
+run bad_zero2 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 2 --deepspeed zero2 --output_dir "$TMP/x4"
+has bad_zero2 "x --ep_size 2 is not available yet" err
+run bad_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/moe" --dataset swift/self-cognition#8 \
+  --ep_size 2 --output_dir "$TMP/x5"
+has bad_rlhf "swift rlhf with --expert_model_parallel_size 2 is not available yet" err
+
+finish expert_parallel
