@@ -135,4 +135,23 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
   return (chosen / rows * (probability / rows)).sum() * static_cast<double>(experts);
 }
 
+std::pair<double, int64_t> expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k,
+                                           const at::Tensor& mask) {
+  at::NoGradGuard no_grad;
+  double sum = 0;
+  int64_t layers = 0;
+  for (const auto& logits : router_logits) {
+    const int64_t experts = logits.size(-1);
+    const at::Tensor picks = std::get<1>(at::topk(logits, top_k, -1)).reshape({-1});  // softmax keeps the order
+    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(logits.device(), at::kFloat).repeat_interleave(top_k)
+                                             : at::ones({picks.size(0)}, logits.options().dtype(at::kFloat));
+    const at::Tensor counts = at::zeros({experts}, weight.options()).scatter_add(0, picks, weight).to(at::kCPU);
+    const double total = counts.sum().item<double>();
+    if (total <= 0) continue;
+    sum += counts.max().item<double>() / total * static_cast<double>(experts);
+    ++layers;
+  }
+  return {sum, layers};
+}
+
 }  // namespace swift::model

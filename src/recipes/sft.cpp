@@ -29,6 +29,7 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
     train::CausalLmObjectiveOptions objective;
     objective.padding_free = c.options.data.padding_free;
     if (c.policy->config().is_moe()) {
+      objective.mixture_of_experts = true;
       objective.router_aux_loss_coef = c.options.router_aux_loss_coef;
       // A pipeline stage would see its own layers' routers only, a context-parallel rank its share of the tokens.
       const auto& p = c.options.parallel;

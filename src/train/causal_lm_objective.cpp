@@ -29,15 +29,18 @@ class CausalLmObjective : public TrainingObjective {
   }
   double units(const data::Batch& batch) const override { return static_cast<double>(batch.label_tokens); }
   std::vector<std::string> metric_names() const override {
-    if (aux_loss()) return {"loss", "token_acc", "aux_loss"};
-    return {"loss", "token_acc"};
+    std::vector<std::string> names{"loss", "token_acc"};
+    if (aux_loss()) names.push_back("aux_loss");
+    if (options_.mixture_of_experts) names.push_back("expert_load_max");
+    return names;
   }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    std::vector<at::Tensor> routers;  // each sparse layer's router logits, for the auxiliary loss
-    const bool aux = aux_loss() && policy->config().is_moe();
-    if (aux) model::record_router_logits(policy, &routers);
+    std::vector<at::Tensor> routers;  // each sparse layer's router logits: the auxiliary loss, the experts' load
+    const bool moe = options_.mixture_of_experts && policy->config().is_moe();
+    const bool aux = aux_loss() && moe;
+    if (moe) model::record_router_logits(policy, &routers);
     const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
-    if (aux) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
+    if (moe) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
     auto sums = causal_lm_loss_sums_from_hidden(hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); },
                                                 VocabSplit{policy->tensor_parallel(), policy->vocab_start()},
                                                 batch.labels_shifted);
@@ -45,12 +48,18 @@ class CausalLmObjective : public TrainingObjective {
     const at::Tensor loss = sums.loss_sum.detach().to(at::kDouble).reshape({1});
     at::Tensor metrics = at::cat({loss, at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options())});
     MicroBatchResult result{sums.loss_sum, metrics.view({2, 2})};
+    const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
     if (aux) {
-      const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
       const at::Tensor aux_loss = model::load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
       result.unnormalised_loss = options_.router_aux_loss_coef * aux_loss;
       const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
+    }
+    if (options_.mixture_of_experts) {  // the same row on a model without sparse layers here: 0 of 0
+      const auto [load, layers] = moe ? model::expert_load_max(routers, policy->config().moe.experts_per_token, mask)
+                                      : std::pair<double, int64_t>{0.0, 0};
+      const at::Tensor logged = at::tensor({load, static_cast<double>(layers)}, loss.options()).view({1, 2});
+      result.metrics = at::cat({result.metrics, logged});
     }
     return result;
   }

@@ -6,7 +6,7 @@
 #    gradients summed and their AdamW state split), with pipeline stages (EP2 x PP2) and with context parallelism
 #    (EP2 x CP2) gives one rank's losses, grad norms and final weights (fp32, 1e-5) on the same global batch; so
 #    does LoRA (the experts frozen and split);
-#  - evaluation (a short last round) gives one rank's eval_loss;
+#  - evaluation (a short last round) gives one rank's eval_loss; the experts' load (expert_load_max) is logged;
 #  - the router's aux loss under EP2 gives plain data parallelism's numbers (each rank's aux over its own tokens);
 #  - each EP2 rank reads only its half of the experts from the files (the log's figure against the file's tensors);
 #  - the checkpoint holds every expert under its Hugging Face name; an EP2 checkpoint resumes exactly at EP2 and
@@ -42,6 +42,13 @@ run ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --pe
 has ep2_layout "model parallel: tp 1 x pp 1 x dp 2 (experts split over ep 2 of them)" err
 has ep2_experts "expert parallel: the experts of each sparse layer split over 2 ranks (this rank: experts 0-1 of 4)" err
 compare ep2 "$TMP/one" "$TMP/ep2"
+# The experts' load is logged with the losses: between 1 (balanced) and 4 (every choice to one expert).
+"$PY" - "$TMP/ep2/logging.jsonl" "$TMP/one/logging.jsonl" <<'P' && ok || bad "ep2: no expert_load_max in the log"
+import json, sys
+for path in sys.argv[1:]:
+    loads = [r["expert_load_max"] for r in map(json.loads, open(path)) if "loss" in r]
+    assert len(loads) == 4 and all(1.0 <= x <= 4.0 for x in loads), (path, loads)
+P
 # Each rank read half of every layer's experts after the split (the log rounds to 0.1 MiB; the experts are 6 MiB).
 "$PY" - "$TMP/err" "$TMP/moe/model.safetensors" <<'P' && ok || bad "ep2: a rank read more than its experts"
 import math, re, sys

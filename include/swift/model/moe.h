@@ -71,4 +71,10 @@ void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log);
 // tokens together; `mask` [B, T] (1 real, 0 pad; undefined: every token) leaves the pads out. float32 scalar.
 at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
 
+// How unevenly one forward's tokens spread over the experts: for each sparse layer's router logits [N, E], the
+// busiest expert's share of the top-k choices times E (1: every expert equally busy; E: every token to one expert),
+// the pads (`mask` [B, T], 0) left out. Returns the sum over the layers that saw a token, and their count.
+std::pair<double, int64_t> expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k,
+                                           const at::Tensor& mask);
+
 }  // namespace swift::model

@@ -14,6 +14,9 @@ struct CausalLmObjectiveOptions {
   // (model::load_balancing_loss) of each micro-batch is added to its loss unnormalised, as transformers adds it
   // (so the logged loss includes it), and the loss itself is logged as aux_loss (its mean per micro-batch).
   double router_aux_loss_coef = 0.0;
+  // A mixture-of-experts model: each micro-batch's expert load (model::expert_load_max) is logged as
+  // expert_load_max, its mean over the micro-batches and sparse layers (with --pp_size: the last stage's layers).
+  bool mixture_of_experts = false;
 };
 std::unique_ptr<TrainingObjective> causal_lm_objective(const CausalLmObjectiveOptions& options = {});
 
