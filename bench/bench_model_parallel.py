@@ -30,7 +30,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_train import ROOT, SIZES, TOKENIZER_DIR, make_data, make_model, read_log  # noqa: E402
+from bench_train import ROOT, SIZES, make_data, make_model, read_log, save_random_model  # noqa: E402
 
 LAYOUTS = [  # (name, ranks, tp_size, pp_size, the flag and size of the sequence split[, other flags])
     ("DP2", 2, 1, 1, None), ("TP2", 2, 2, 1, None), ("TP2+SP", 2, 2, 1, None, ["--sequence_parallel", "true"]),
@@ -48,7 +48,6 @@ EXPERT_LAYOUTS = {"EP2", "EP4", "EP2xDP4"}
 
 def make_moe_model(folder, hidden, layers, inter, heads, kv, experts):
     """bench_train's model shape as a Qwen3-MoE: every layer sparse, `experts` experts of half the MLP width, top 2."""
-    import torch
     import transformers
     cfg = transformers.Qwen3MoeConfig(vocab_size=151936, hidden_size=hidden, intermediate_size=inter,
                                       moe_intermediate_size=inter // 2, num_experts=experts, num_experts_per_tok=2,
@@ -56,12 +55,7 @@ def make_moe_model(folder, hidden, layers, inter, heads, kv, experts):
                                       num_key_value_heads=kv, head_dim=128 if hidden >= 1024 else 64,
                                       max_position_embeddings=2048, tie_word_embeddings=True,
                                       bos_token_id=151643, eos_token_id=151645)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    model.save_pretrained(folder, safe_serialization=True)
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, f), folder)
-    return sum(p.numel() for p in model.parameters())
+    return sum(p.numel() for p in save_random_model(cfg, folder).parameters())
 
 
 def run(swift, model, data, out, ranks, tp, pp, sequence_split, extra, global_batch, micro_batches, steps):

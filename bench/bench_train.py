@@ -60,19 +60,26 @@ SIZES = {  # name: (hidden, layers, intermediate, heads, kv heads); the tied 151
 }
 
 
-def make_model(folder, hidden, layers, inter, heads, kv):
+def save_random_model(cfg, folder):
+    """A transformers model of `cfg` with seed-0 random fp32 weights, saved in `folder` with the Qwen tokenizer."""
     import torch
+    import transformers
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+    model.save_pretrained(folder, safe_serialization=True)
+    for f in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(TOKENIZER_DIR, f), folder)
+    return model
+
+
+def make_model(folder, hidden, layers, inter, heads, kv):
     import transformers
     cfg = transformers.Qwen3Config(vocab_size=151936, hidden_size=hidden, intermediate_size=inter,
                                    num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
                                    head_dim=128 if hidden >= 1024 else 64, max_position_embeddings=2048,
                                    tie_word_embeddings=True,
                                    bos_token_id=151643, eos_token_id=151645)
-    torch.manual_seed(0)
-    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    model.save_pretrained(folder, safe_serialization=True)
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(os.path.join(TOKENIZER_DIR, f), folder)
+    model = save_random_model(cfg, folder)
     n = sum(p.numel() for p in model.parameters())
     return n, n - model.get_input_embeddings().weight.numel()
 
