@@ -239,15 +239,12 @@ model::PlacementPlan ModelParallel::frozen_placement_plan() {
 void ModelParallel::read_own_slices(model::CausalLM& model, const std::vector<model::ShardedParameter>& tensor_split,
                                     const std::vector<model::ShardedParameter>& expert_split) {
   if (!model->deferred_weights()) return;  // loaded whole (DoRA's magnitudes need the whole weights), or initialised
-  std::map<std::string, model::WeightSlice> slices;
-  for (const auto& s : tensor_split) {
-    const int64_t part = s.full_size / sizes_.tp;  // keep_tensor_parallel_slice's rows or columns
-    slices[s.name] = {s.dim, tp_rank() * part, part};
-  }
-  for (const auto& s : expert_split) {
-    const int64_t part = s.full_size / sizes_.ep;  // this rank's experts
-    slices[s.name] = {s.dim, ep_rank() * part, part};
-  }
+  std::map<std::string, model::WeightSlice> slices;  // part `index` of `count` (keep_parameter_slice's)
+  auto add = [&](const std::vector<model::ShardedParameter>& split, int index, int count) {
+    for (const auto& s : split) slices[s.name] = {s.dim, index * (s.full_size / count), s.full_size / count};
+  };
+  add(tensor_split, tp_rank(), sizes_.tp);
+  add(expert_split, ep_rank(), sizes_.ep);  // this rank's experts
   const int64_t bytes = model::read_deferred_weights(model, [&slices](const std::string& name) {
     const auto it = slices.find(name);
     return it == slices.end() ? std::nullopt : std::optional<model::WeightSlice>(it->second);
@@ -639,17 +636,14 @@ void ModelParallel::end_training() {
 void ModelParallel::begin_save(bool trainable_only) {
   at::NoGradGuard no_grad;
   held_while_saving_.clear();
-  for (auto& s : sharded_) {
-    // An adapter checkpoint leaves the frozen base split; other stages' parameters are not here to gather.
-    if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
-    held_while_saving_.emplace_back(s.parameter, s.parameter.data());
-    s.parameter.set_data(tp_group_->all_gather(s.parameter.data(), s.dim));
-  }
-  for (auto& s : expert_sharded_) {  // every expert, from the ranks of the EP group
-    if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
-    held_while_saving_.emplace_back(s.parameter, s.parameter.data());
-    s.parameter.set_data(ep_group_->all_gather(s.parameter.data(), 0));
-  }
+  // TP's slices from the TP group, every expert from the EP group.
+  for (auto [split, group] : {std::pair{&sharded_, tp_group_.get()}, std::pair{&expert_sharded_, ep_group_.get()}})
+    for (auto& s : *split) {
+      // An adapter checkpoint leaves the frozen base split; other stages' parameters are not here to gather.
+      if ((trainable_only && !s.parameter.requires_grad()) || !model::holds_values(s.parameter)) continue;
+      held_while_saving_.emplace_back(s.parameter, s.parameter.data());
+      s.parameter.set_data(group->all_gather(s.parameter.data(), s.dim));
+    }
   if (pp_group_) collect_stages_on_rank0(trainable_only);
 }
 

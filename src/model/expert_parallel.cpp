@@ -44,13 +44,6 @@ std::vector<int64_t> sums_per_rank(const at::Tensor& counts, int n, int64_t per_
 
 }  // namespace
 
-bool is_expert_parameter(const std::string& name) {
-  auto ends_with = [&](const std::string& tail) {
-    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  return ends_with(".mlp.experts.gate_up_proj") || ends_with(".mlp.experts.down_proj");
-}
-
 std::string expert_parallel_problem(const ModelConfig& config, int size) {
   if (size <= 1) return "";
   if (!config.is_moe()) return "the model has no mixture-of-experts layers (" + config.model_type + ") to split";
@@ -100,7 +93,8 @@ at::Tensor exchange_with_experts(const at::Tensor& rows, const at::Tensor& count
   const at::Tensor by_expert = at::argsort(expert_of_row, /*stable=*/true);
   const at::Tensor offsets = at::cumsum(received_counts.view({n, local}).sum(0), 0).to(at::kInt).to(rows.device());
   const at::Tensor computed = run_local(received.index_select(0, by_expert), offsets);
-  const at::Tensor by_source = computed.index_select(0, at::argsort(by_expert));
+  // Back in the order received (row by_expert[i] is computed[i]), to return to their sources.
+  const at::Tensor by_source = at::zeros_like(computed).index_copy(0, by_expert, computed);
   return rows_all_to_all(by_source, comm, receive, send);
 }
 

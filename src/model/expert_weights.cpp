@@ -22,6 +22,12 @@ std::optional<std::pair<std::string, std::vector<std::string>>> stored_projectio
   return std::nullopt;
 }
 
+}  // namespace
+
+bool is_expert_parameter(const std::string& name) { return stored_projections(name).has_value(); }
+
+namespace {
+
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);

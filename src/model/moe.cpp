@@ -135,23 +135,21 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
   return (chosen / rows * (probability / rows)).sum() * static_cast<double>(experts);
 }
 
-std::pair<double, int64_t> expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k,
-                                           const at::Tensor& mask) {
+at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
   at::NoGradGuard no_grad;
-  double sum = 0;
-  int64_t layers = 0;
+  std::vector<at::Tensor> loads, seen;  // per layer, on the device
   for (const auto& logits : router_logits) {
     const int64_t experts = logits.size(-1);
     const at::Tensor picks = std::get<1>(at::topk(logits, top_k, -1)).reshape({-1});  // softmax keeps the order
-    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(logits.device(), at::kFloat).repeat_interleave(top_k)
-                                             : at::ones({picks.size(0)}, logits.options().dtype(at::kFloat));
-    const at::Tensor counts = at::zeros({experts}, weight.options()).scatter_add(0, picks, weight).to(at::kCPU);
-    const double total = counts.sum().item<double>();
-    if (total <= 0) continue;
-    sum += counts.max().item<double>() / total * static_cast<double>(experts);
-    ++layers;
+    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(logits.device(), at::kDouble).repeat_interleave(top_k)
+                                             : at::ones({picks.size(0)}, logits.options().dtype(at::kDouble));
+    const at::Tensor counts = at::zeros({experts}, weight.options()).scatter_add(0, picks, weight);
+    const at::Tensor total = counts.sum();
+    seen.push_back(total.gt(0).to(at::kDouble));  // a layer that saw no token (all pads) counts for nothing
+    loads.push_back(counts.max() / total.clamp_min(1.0) * static_cast<double>(experts) * seen.back());
   }
-  return {sum, layers};
+  if (loads.empty()) return at::zeros({2}, at::TensorOptions().dtype(at::kDouble));
+  return at::stack({at::stack(loads).sum(), at::stack(seen).sum()});
 }
 
 }  // namespace swift::model

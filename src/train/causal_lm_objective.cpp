@@ -36,7 +36,7 @@ class CausalLmObjective : public TrainingObjective {
   }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     std::vector<at::Tensor> routers;  // each sparse layer's router logits: the auxiliary loss, the experts' load
-    const bool moe = options_.mixture_of_experts && policy->config().is_moe();
+    const bool moe = options_.mixture_of_experts;  // set for models with sparse layers only
     const bool aux = aux_loss() && moe;
     if (moe) model::record_router_logits(policy, &routers);
     const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
@@ -55,11 +55,9 @@ class CausalLmObjective : public TrainingObjective {
       const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
     }
-    if (options_.mixture_of_experts) {  // the same row on a model without sparse layers here: 0 of 0
-      const auto [load, layers] = moe ? model::expert_load_max(routers, policy->config().moe.experts_per_token, mask)
-                                      : std::pair<double, int64_t>{0.0, 0};
-      const at::Tensor logged = at::tensor({load, static_cast<double>(layers)}, loss.options()).view({1, 2});
-      result.metrics = at::cat({result.metrics, logged});
+    if (moe) {
+      const at::Tensor load = model::expert_load_max(routers, policy->config().moe.experts_per_token, mask);
+      result.metrics = at::cat({result.metrics, load.to(loss.device()).view({1, 2})});
     }
     return result;
   }

@@ -109,9 +109,10 @@ TEST(Moe, ExpertLoadMaxIsTheBusiestExpertsShare) {
   const at::Tensor balanced = at::eye(4) * 5.0;
   at::Tensor one_expert = at::zeros({4, 4});
   one_expert.select(1, 0).fill_(5.0);
-  auto [load, layers] = model::expert_load_max({balanced, one_expert}, 1, at::Tensor());
-  EXPECT_EQ(layers, 2);
-  EXPECT_DOUBLE_EQ(load, 1.0 + 4.0);
+  // Returns [sum over the layers, layers counted].
+  at::Tensor load = model::expert_load_max({balanced, one_expert}, 1, at::Tensor());
+  EXPECT_EQ(load[1].item<double>(), 2);
+  EXPECT_DOUBLE_EQ(load[0].item<double>(), 1.0 + 4.0);
   // Top 2 of a batch [1, 4] whose last two tokens are pads: tokens 0 and 1 pick {0, 1} and {1, 2}: expert 1 has 2 of
   // the 4 choices, 2 / 4 x 4 = 2.
   at::Tensor logits = at::zeros({4, 4});
@@ -119,11 +120,11 @@ TEST(Moe, ExpertLoadMaxIsTheBusiestExpertsShare) {
   logits.index_put_({1, 1}, 3.0), logits.index_put_({1, 2}, 2.0);
   logits.index_put_({2, 3}, 9.0), logits.index_put_({3, 3}, 9.0);  // pads: would make expert 3 the busiest
   const at::Tensor mask = at::tensor({1.0, 1.0, 0.0, 0.0}).view({1, 4});
-  std::tie(load, layers) = model::expert_load_max({logits}, 2, mask);
-  EXPECT_EQ(layers, 1);
-  EXPECT_DOUBLE_EQ(load, 2.0);
-  std::tie(load, layers) = model::expert_load_max({logits}, 2, at::zeros({1, 4}));
-  EXPECT_EQ(layers, 0);
+  load = model::expert_load_max({logits}, 2, mask);
+  EXPECT_EQ(load[1].item<double>(), 1);
+  EXPECT_DOUBLE_EQ(load[0].item<double>(), 2.0);
+  load = model::expert_load_max({logits}, 2, at::zeros({1, 4}));
+  EXPECT_EQ(load[1].item<double>(), 0);
 }
 
 TEST(Moe, LoadBalancingLossFollowsItsDefinition) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "swift/model/expert_weights.h"  // is_expert_parameter: the parameters it splits
 #include "swift/model/tensor_parallel.h"
 
 namespace swift::model {
@@ -39,10 +40,6 @@ struct ExpertParallel {
   int64_t local_experts() const { return num_experts / comm->size(); }
   int64_t first_expert() const { return comm->rank() * local_experts(); }
 };
-
-// Whether `name` is a sparse layer's stacked experts ("model.layers.N.mlp.experts.gate_up_proj" / "down_proj"), the
-// parameters expert parallelism splits.
-bool is_expert_parameter(const std::string& name);
 
 // What keeps `config`'s experts from being split over `size` ranks ("" when nothing).
 std::string expert_parallel_problem(const ModelConfig& config, int size);

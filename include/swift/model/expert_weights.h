@@ -23,6 +23,10 @@ struct StoredExperts {
   std::string problem;                         // parts whose shapes do not stack, described
 };
 
+// Whether `name` is a sparse layer's stacked experts ("model.layers.N.mlp.experts.gate_up_proj" / "down_proj"): the
+// parameters stored one tensor per expert, and those expert parallelism splits.
+bool is_expert_parameter(const std::string& name);
+
 // For a stacked expert parameter `name` of a model with `num_experts` experts: its stored tensors in `folder`.
 // nullopt when `name` is not a stacked expert parameter.
 std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& folder, const std::string& name,

@@ -73,8 +73,8 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
 
 // How unevenly one forward's tokens spread over the experts: for each sparse layer's router logits [N, E], the
 // busiest expert's share of the top-k choices times E (1: every expert equally busy; E: every token to one expert),
-// the pads (`mask` [B, T], 0) left out. Returns the sum over the layers that saw a token, and their count.
-std::pair<double, int64_t> expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k,
-                                           const at::Tensor& mask);
+// the pads (`mask` [B, T], 0) left out. Returns [the sum over the layers that saw a token, their count] (float64, on
+// the logits' device: computed without waiting for the device, as the other metrics).
+at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
 
 }  // namespace swift::model
