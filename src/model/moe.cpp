@@ -8,6 +8,7 @@
 #endif
 
 #include <atomic>
+#include <cmath>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
@@ -59,20 +60,28 @@ MoeExpertsImpl::MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t inte
   down_proj = register_parameter("down_proj", at::empty({num_experts, hidden, intermediate}, options));
 }
 
-at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights) {
+at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights,
+                                   const at::Tensor& keep) {
   const int64_t k = experts.size(1);
   const int64_t num_experts = expert_parallel ? expert_parallel->num_experts : gate_up_proj.size(0);
-  // Every (token, choice) pair sorted by expert (stable: within an expert in token order), so each expert's tokens
-  // are one run of rows.
-  const at::Tensor flat_experts = experts.reshape({-1});
-  const at::Tensor order = at::argsort(flat_experts, /*stable=*/true);
+  // Every (token, choice) pair that runs sorted by expert (stable: within an expert in token order), so each
+  // expert's tokens are one run of rows. `order` holds each row's flat (token, choice) index.
+  at::Tensor flat_experts = experts.reshape({-1});
+  at::Tensor order;
+  if (keep.defined()) {
+    const at::Tensor kept = keep.reshape({-1}).nonzero().squeeze(1);
+    flat_experts = flat_experts.index_select(0, kept);
+    order = kept.index_select(0, at::argsort(flat_experts, /*stable=*/true));
+  } else {
+    order = at::argsort(flat_experts, /*stable=*/true);
+  }
   const at::Tensor token = at::floor_divide(order, k);
   const at::Tensor counts = at::bincount(flat_experts, {}, num_experts);
-  const at::Tensor rows = x.index_select(0, token);  // [N k, C]
+  const at::Tensor rows = x.index_select(0, token);  // [rows, C]
   at::Tensor out = expert_parallel
                        ? exchange_with_experts(rows, counts, *expert_parallel,
                                                [this](const at::Tensor& r, const at::Tensor& o) { return run_held_experts(r, o); })
-                       : run_held_experts(rows, at::cumsum(counts, 0).to(at::kInt));  // [N k, C]
+                       : run_held_experts(rows, at::cumsum(counts, 0).to(at::kInt));  // [rows, C]
   out = out * weights.reshape({-1}).index_select(0, order).unsqueeze(-1);
   return at::zeros_like(x).index_add(0, token, out);
 }
@@ -93,16 +102,43 @@ SparseMoeBlockImpl::SparseMoeBlockImpl(const ModelConfig& c, const at::TensorOpt
   }
 }
 
+std::pair<at::Tensor, at::Tensor> route_top_k(const at::Tensor& logits, int64_t top_k, bool norm_topk_prob) {
+  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
+  auto [top, chosen] = at::topk(probs, top_k, -1);
+  if (norm_topk_prob) top = top / top.sum(-1, /*keepdim=*/true);
+  return {top, chosen};
+}
+
+at::Tensor expert_capacity_keep(const at::Tensor& weights, const at::Tensor& experts, int64_t num_experts,
+                                const ExpertCapacity& capacity) {
+  at::NoGradGuard no_grad;
+  const int64_t tokens = experts.size(0), k = experts.size(1);
+  // Megatron-Core's get_capacity over the layer's tokens x k choices.
+  const auto most = static_cast<int64_t>(std::ceil(static_cast<double>(tokens * k) / static_cast<double>(num_experts) * capacity.factor));
+  if (most >= tokens) return at::ones_like(experts, at::kBool);  // no expert can receive more
+  const at::Tensor routed = at::zeros({tokens, num_experts}, weights.options().dtype(at::kFloat));
+  at::Tensor kept;  // [tokens, E]: the rows each expert keeps
+  if (capacity.by_position) {
+    const at::Tensor chose = routed.scatter(1, experts, 1.0);
+    kept = chose.gt(0) & at::cumsum(chose, 0).le(static_cast<double>(most));  // each expert's earliest tokens
+  } else {
+    const at::Tensor probable = routed.scatter(1, experts, weights.to(at::kFloat));
+    const at::Tensor best = std::get<1>(at::topk(probable, most, 0, /*largest=*/true, /*sorted=*/false));  // [most, E]
+    kept = at::zeros({tokens, num_experts}, experts.options().dtype(at::kBool)).scatter(0, best, true);
+  }
+  return kept.gather(1, experts);
+}
+
 at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
   const at::Tensor x = input.reshape({-1, input.size(-1)});  // [N, C]
   // As transformers: the softmax in fp32, the top-k probabilities (renormalised where the config says) back in the
   // logits' dtype.
   const at::Tensor logits = gate(x);
   if (router_log) router_log->push_back(logits);
-  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
-  auto [top, chosen] = at::topk(probs, top_k_, -1);
-  if (norm_topk_prob_) top = top / top.sum(-1, /*keepdim=*/true);
-  at::Tensor out = experts(x, chosen, top.to(logits.scalar_type()));
+  const auto [top, chosen] = route_top_k(logits, top_k_, norm_topk_prob_);
+  const int64_t num_experts = logits.size(-1);
+  const at::Tensor keep = capacity.drops() ? expert_capacity_keep(top, chosen, num_experts, capacity) : at::Tensor();
+  at::Tensor out = experts(x, chosen, top.to(logits.scalar_type()), keep);
   if (shared_expert) out = out + at::sigmoid(shared_expert_gate(x)) * shared_expert(x);
   return out.reshape(input.sizes());
 }
@@ -110,6 +146,28 @@ at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
 void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log) {
   for (const auto& layer : *model->model->layers)
     if (auto moe = layer->as<DecoderLayerImpl>()->moe) moe->router_log = log;
+}
+
+void set_expert_capacity(CausalLM& model, const ExpertCapacity& capacity) {
+  for (const auto& layer : *model->model->layers)
+    if (auto moe = layer->as<DecoderLayerImpl>()->moe) moe->capacity = capacity;
+}
+
+at::Tensor dropped_choices(const std::vector<at::Tensor>& router_logits, int64_t top_k, bool norm_topk_prob,
+                           const ExpertCapacity& capacity, const at::Tensor& mask) {
+  at::NoGradGuard no_grad;
+  at::Tensor dropped, rows;
+  for (const auto& logits : router_logits) {
+    const auto [top, chosen] = route_top_k(logits, top_k, norm_topk_prob);
+    const at::Tensor lost = expert_capacity_keep(top, chosen, logits.size(-1), capacity).logical_not().to(at::kDouble);
+    const at::Tensor weight = mask.defined() ? mask.reshape({-1, 1}).to(logits.device(), at::kDouble)
+                                             : at::ones({logits.size(0), 1}, lost.options());
+    const at::Tensor d = (lost * weight).sum(), n = weight.sum() * static_cast<double>(top_k);
+    dropped = dropped.defined() ? dropped + d : d;
+    rows = rows.defined() ? rows + n : n;
+  }
+  if (!dropped.defined()) return at::zeros({2}, at::TensorOptions().dtype(at::kDouble));
+  return at::stack({dropped, rows});
 }
 
 at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
@@ -133,6 +191,25 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
     }
   }
   return (chosen / rows * (probability / rows)).sum() * static_cast<double>(experts);
+}
+
+at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
+  SWIFT_ASSERT(!router_logits.empty(), "router logits of at least one sparse layer");
+  at::Tensor sum;
+  for (const auto& logits : router_logits) {
+    const int64_t experts = logits.size(-1);
+    const at::Tensor probs = at::softmax(logits, -1, at::kFloat);  // Megatron's scores for the aux loss: fp32
+    const at::Tensor picks = std::get<1>(at::topk(probs, top_k, -1));
+    const at::Tensor weight = mask.defined() ? mask.reshape({-1, 1}).to(probs.options())
+                                             : at::ones({logits.size(0), 1}, probs.options());
+    const at::Tensor tokens = weight.sum().clamp_min(1.0);
+    const at::Tensor chose = at::zeros_like(probs).scatter(1, picks, 1.0);  // [N, E]
+    const at::Tensor share = (chose * weight).sum(0) / tokens;                // sums to k over the experts
+    const at::Tensor probability = (probs * weight).sum(0) / tokens;
+    const at::Tensor layer = (share * probability).sum() * (static_cast<double>(experts) / static_cast<double>(top_k));
+    sum = sum.defined() ? sum + layer : layer;
+  }
+  return at::stack({sum, at::scalar_tensor(static_cast<double>(router_logits.size()), sum.options())});
 }
 
 at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {

@@ -4,6 +4,7 @@
 #include "swift/cli/common_setup.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/model/moe.h"
 #include "swift/recipes/commands.h"
 #include "swift/train/causal_lm_objective.h"
 #include "swift/train/trainer.h"
@@ -28,20 +29,29 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
   hooks.make_objective = [](const train::ObjectiveContext& c) {
     train::CausalLmObjectiveOptions objective;
     objective.padding_free = c.options.data.padding_free;
+    const train::TrainingOptions& o = c.options;
     if (c.policy->config().is_moe()) {
       objective.mixture_of_experts = true;
-      objective.router_aux_loss_coef = c.options.router_aux_loss_coef;
+      objective.router_aux_loss_coef = o.router_aux_loss_coef;
+      objective.moe_aux_loss_coeff = o.moe_aux_loss_coeff;
+      objective.expert_capacity_factor = o.moe_expert_capacity_factor;
+      objective.drop_by_position = o.moe_drop_by_position;
+      model::CausalLM policy = c.policy;  // a handle: the same module
+      model::set_expert_capacity(policy, {o.moe_expert_capacity_factor, o.moe_drop_by_position});
       // A pipeline stage would see its own layers' routers only, a context-parallel rank its share of the tokens.
-      const auto& p = c.options.parallel;
-      SWIFT_CHECK(objective.router_aux_loss_coef == 0 || (p.pp_size == 1 && p.cp_size == 1), UsageError,
-                  "--router_aux_loss_coef with " +
+      const auto& p = o.parallel;
+      const std::string flag = o.moe_aux_loss_coeff > 0 ? "--moe_aux_loss_coeff" : "--router_aux_loss_coef";
+      SWIFT_CHECK((o.router_aux_loss_coef == 0 && o.moe_aux_loss_coeff == 0) || (p.pp_size == 1 && p.cp_size == 1), UsageError,
+                  flag + " with " +
                       (p.pp_size > 1 ? "--pp_size " + std::to_string(p.pp_size) : "--cp_size " + std::to_string(p.cp_size)) +
                       " is not available yet",
-                  "leave --router_aux_loss_coef at 0 (ms-swift's default), or train without pipeline or context "
-                  "parallelism");
-    } else if (c.options.router_aux_loss_coef > 0) {
-      log_info("--router_aux_loss_coef ", c.options.router_aux_loss_coef, " has no effect: ",
-               c.policy->config().model_type, " has no mixture-of-experts layers");
+                  "leave " + flag + " at 0 (ms-swift's default), or train without pipeline or context parallelism");
+    } else {
+      for (const auto& [flag, given] : {std::pair<std::string, bool>{"--router_aux_loss_coef", o.router_aux_loss_coef > 0},
+                                        {"--moe_aux_loss_coeff", o.moe_aux_loss_coeff > 0},
+                                        {"--moe_expert_capacity_factor", o.moe_expert_capacity_factor > 0}})
+        if (given)
+          log_info(flag, " has no effect: ", c.policy->config().model_type, " has no mixture-of-experts layers");
     }
     return train::causal_lm_objective(objective);
   };

@@ -66,12 +66,17 @@ void turn_dropout_off(const train::ObjectiveContext& ctx) {
   tuners::set_lora_dropout(policy, 0.0);
 }
 
-// The preference losses do not add a mixture-of-experts model's load-balancing loss yet: said, not skipped.
+// The preference losses do not add a mixture-of-experts model's load-balancing loss (nor drop tokens over the
+// experts' capacity) yet: said, not skipped.
 void refuse_router_aux_loss(const train::ObjectiveContext& ctx) {
-  SWIFT_CHECK(!(ctx.policy->config().is_moe() && ctx.options.router_aux_loss_coef > 0), UsageError,
-              "swift rlhf with --router_aux_loss_coef is not available yet (the router's load-balancing loss is "
-              "added in swift sft/pt)",
-              "leave --router_aux_loss_coef at 0, ms-swift's default");
+  if (!ctx.policy->config().is_moe()) return;
+  const train::TrainingOptions& o = ctx.options;
+  for (const auto& [flag, given] : {std::pair<std::string, bool>{"--router_aux_loss_coef", o.router_aux_loss_coef > 0},
+                                    {"--moe_aux_loss_coeff", o.moe_aux_loss_coeff > 0},
+                                    {"--moe_expert_capacity_factor", o.moe_expert_capacity_factor > 0}})
+    SWIFT_CHECK(!given, UsageError,
+                "swift rlhf with " + flag + " is not available yet (the routers' load balancing is trained in swift sft/pt)",
+                "leave " + flag + " unset, ms-swift's default");
 }
 
 // The frozen reference of DPO and KTO: null for the policy with its adapter switched off (LoRA), else --ref_model

@@ -31,7 +31,9 @@ class CausalLmObjective : public TrainingObjective {
   std::vector<std::string> metric_names() const override {
     std::vector<std::string> names{"loss", "token_acc"};
     if (aux_loss()) names.push_back("aux_loss");
+    if (megatron_aux_loss()) names.push_back("load_balancing_loss");
     if (options_.mixture_of_experts) names.push_back("expert_load_max");
+    if (capacity().drops()) names.push_back("expert_drop_rate");
     return names;
   }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
@@ -55,15 +57,30 @@ class CausalLmObjective : public TrainingObjective {
       const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
     }
+    if (moe && megatron_aux_loss()) {
+      const at::Tensor layers = model::megatron_load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
+      const at::Tensor& real = batch.attention_mask;  // on the host: its count needs no wait for the device
+      const double tokens_here = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
+      result.loss = result.loss + options_.moe_aux_loss_coeff * tokens_here * layers[0];
+      const at::Tensor per_layer = (layers[0] / layers[1]).detach().to(at::kDouble);
+      result.metrics = at::cat({result.metrics, at::stack({per_layer, at::ones_like(per_layer)}).view({1, 2}).to(loss.device())});
+    }
     if (moe) {
       const at::Tensor load = model::expert_load_max(routers, policy->config().moe.experts_per_token, mask);
       result.metrics = at::cat({result.metrics, load.to(loss.device()).view({1, 2})});
+    }
+    if (moe && capacity().drops()) {
+      const auto& c = policy->config().moe;
+      const at::Tensor dropped = model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask);
+      result.metrics = at::cat({result.metrics, dropped.to(loss.device()).view({1, 2})});
     }
     return result;
   }
 
  private:
   bool aux_loss() const { return options_.router_aux_loss_coef > 0; }
+  bool megatron_aux_loss() const { return options_.moe_aux_loss_coeff > 0; }
+  model::ExpertCapacity capacity() const { return {options_.expert_capacity_factor, options_.drop_by_position}; }
   CausalLmObjectiveOptions options_;
 };
 

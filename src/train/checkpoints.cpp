@@ -1,5 +1,6 @@
 // Checkpoints and resume (see checkpoints.h).
 #include "swift/train/checkpoints.h"
+#include "swift/train/merged_checkpoint.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -116,8 +117,10 @@ void Checkpoints::save(int64_t step, const CheckpointSource& s, bool last_of_run
   if (with_state) parallel_.check_optimizer_state(tmp);
   out->commit();
   saved_.push_back(dir);
+  if (loop_.merge_lora && s.adapter) write_merged_checkpoint(dir, s.model_dir, s.base_quantization, merged_checkpoint_dir(dir));
   while (loop_.save_total_limit > 0 && static_cast<int64_t>(saved_.size()) > loop_.save_total_limit) {
     fs::remove_all(saved_.front());
+    fs::remove_all(merged_checkpoint_dir(saved_.front()));  // --merge_lora's copy goes with its checkpoint
     saved_.pop_front();
   }
   log_info("saved ", dir.string(), in_parts ? " (each rank's part of the weights: swift export --to_hf true --mcore_model DIR "

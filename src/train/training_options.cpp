@@ -8,6 +8,7 @@
 #include "swift/hub/hub_flags.h"
 #include "swift/hub/hub_resolver.h"
 #include "swift/quant/quant_flags.h"
+#include "swift/train/megatron_flags.h"
 #include "swift/tuners/lora_options.h"
 
 namespace fs = std::filesystem;
@@ -60,7 +61,7 @@ void resolve_precision(const cli::Flags& flags, bool adapter, ModelOptions& m, c
 std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"model", FlagType::kString, "", "Hugging Face model folder, or hub id (org/name), to start from"},
+      {"model", FlagType::kString, "", "Hugging Face model folder, or hub id (org/name), to start from (also a --save_safetensors false checkpoint)", {"load"}},
       {"init_strategy", FlagType::kString, "", "train from scratch: initialise a folder that has only config.json"},
       {"train_type", FlagType::kString, d.pretrain ? "full" : "lora",
        "full, lora, or qlora (lora on a 4-bit NF4 base: --quant_method bnb --quant_bits 4)", {"tuner_type", "sft_type"}},
@@ -69,23 +70,23 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   add(data::dataset_flags(d.pretrain, d.loss_scale_default, d.loss_scale_help));
   add(data::training_data_flags());
   add({
-      {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)"},
-      {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)"},
+      {"num_train_epochs", FlagType::kFloat, "1", "passes over the data (ignored when --max_steps > 0)", {"max_epochs"}},
+      {"max_steps", FlagType::kInt, "-1", "optimizer steps (overrides --num_train_epochs when > 0)", {"train_iters"}},
       {"per_device_train_batch_size", FlagType::kInt, "1", "samples per micro-batch", {"batch_size", "micro_batch_size"}},
       {"global_batch_size", FlagType::kInt, "0", "Megatron's samples per optimizer step: sets --gradient_accumulation_steps to it over micro-batch x data-parallel ranks (0: not used)"},
       {"save_safetensors", FlagType::kBool, "true", "true: checkpoints are Hugging Face folders; false (Megatron's mcore checkpoints): under --tp_size/--pp_size/--cp_size each rank writes its own part of the weights (model_parallel.json + mp_rank_TT_PPP.safetensors), which resume at any layout; swift export --to_hf true joins them; the run's last checkpoint is a whole folder"},
       {"per_device_eval_batch_size", FlagType::kInt, "1", "samples per evaluation batch"},
       {"gradient_accumulation_steps", FlagType::kInt, "0", "micro-batches per optimizer step (0: enough for 16 samples)"},
-      {"learning_rate", FlagType::kFloat, "", "peak learning rate (default 1e-4 for lora, 1e-5 for full)"},
+      {"learning_rate", FlagType::kFloat, "", "peak learning rate (default 1e-4 for lora, 1e-5 for full)", {"lr"}},
       {"weight_decay", FlagType::kFloat, "0.1", "AdamW weight decay (not on biases and norms)"},
       {"adam_beta1", FlagType::kFloat, "0.9", "AdamW beta1"},
       {"adam_beta2", FlagType::kFloat, "0.95", "AdamW beta2"},
-      {"adam_epsilon", FlagType::kFloat, "1e-8", "AdamW epsilon"},
+      {"adam_epsilon", FlagType::kFloat, "1e-8", "AdamW epsilon", {"adam_eps"}},
       {"lr_scheduler_type", FlagType::kString, "cosine", "linear, cosine, constant, constant_with_warmup, cosine_with_min_lr"},
       {"min_lr_rate", FlagType::kFloat, "", "cosine_with_min_lr: the floor as a fraction of --learning_rate"},
-      {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)"},
-      {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)"},
-      {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping"},
+      {"warmup_ratio", FlagType::kFloat, "0", "fraction of steps spent warming up (0 as ms-swift)", {"lr_warmup_fraction"}},
+      {"warmup_steps", FlagType::kFloat, "0", "warm-up steps (overrides --warmup_ratio when > 0)", {"lr_warmup_iters"}},
+      {"max_grad_norm", FlagType::kFloat, "1.0", "clip gradients to this norm (0: off); the logged norm is before clipping", {"clip_grad"}},
       {"router_aux_loss_coef", FlagType::kFloat, "0", "mixture-of-experts models: weight of the router's load-balancing loss added to the loss (0: none, as ms-swift)"},
       {"bf16", FlagType::kBool, "false", "compute in bfloat16 over the loaded weights (mixed precision; fp32 master weights for full)", {"use_bf16"}},
       {"fp16", FlagType::kBool, "false", "compute in float16 with dynamic loss scaling (mixed precision)", {"use_fp16"}},
@@ -94,11 +95,11 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   add(optimizer_flags());
   add(tuners::lora_flags(d.lora_dropout_default, d.lora_dropout_help));
   add({
-      {"output_dir", FlagType::kString, "", "run folder root (default: output/<model name>)"},
+      {"output_dir", FlagType::kString, "", "run folder root (default: output/<model name>)", {"save"}},
       {"add_version", FlagType::kBool, "true", "put the run in <output_dir>/v<N>-<time>/"},
       {"logging_steps", FlagType::kInt, "5", "log every N optimizer steps"},
-      {"eval_steps", FlagType::kInt, "0", "evaluate every N steps (0: at --save_steps)"},
-      {"save_steps", FlagType::kInt, "500", "save a checkpoint every N steps (and always at the end)"},
+      {"eval_steps", FlagType::kInt, "0", "evaluate every N steps (0: at --save_steps)", {"eval_interval"}},
+      {"save_steps", FlagType::kInt, "500", "save a checkpoint every N steps (and always at the end)", {"save_interval"}},
       {"save_total_limit", FlagType::kInt, "0", "keep only the newest N checkpoints (0: all)"},
       {"save_only_model", FlagType::kBool, "false", "checkpoints without optimizer and trainer state"},
       {"resume_from_checkpoint", FlagType::kString, "", "continue a run exactly from its checkpoint-N folder"},
@@ -116,12 +117,14 @@ std::vector<cli::FlagSpec> training_flags(const TrainingFlagDefaults& d) {
   });
   // Accepted so that pasted ms-swift command lines run; they change nothing here (the log says why).
   add({
-      {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)"},
+      {"dataloader_num_workers", FlagType::kInt, "0", "accepted for ms-swift command lines; no effect (batches are built in-process)", {"num_workers"}},
       {"report_to", FlagType::kList, "", "accepted for ms-swift command lines; TensorBoard events are always written"},
       {"model_type", FlagType::kString, "", "accepted for ms-swift command lines; the architecture comes from config.json"},
       {"use_logits_to_keep", FlagType::kString, "", "accepted for ms-swift command lines; logits are computed only where a label is, always"},
       {"load_from_cache_file", FlagType::kString, "", "accepted for ms-swift command lines; rows are encoded in memory each run"},
   });
+  // Megatron-LM's spellings with meanings of their own (megatron sft; megatron_flags.h).
+  add(megatron_flags());
   add(quant::quant_flags());
   add(hub::hub_flags());  // --use_hf, --hub_token, --revision: --model and --dataset as hub ids (docs/hub.md)
   add(cli::common_flags());
@@ -238,6 +241,7 @@ TrainingOptions training_options(const cli::Flags& flags, cli::Problems& problem
     }
   }
 
+  apply_megatron_flags(flags, o, problems);  // before the layout: --recompute_granularity sets gradient checkpointing
   o.parallel = distributed::parallel_options(flags, m.gradient_checkpointing, problems);
   o.plan.enabled = flags.boolean("plan_layout");
   o.plan.gpus = flags.integer("plan_gpus");

@@ -19,15 +19,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 need_python json numpy safetensors
 source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
 
-mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
-"$PY" - "$TMP/moe_config/config.json" <<'P'
-import json, sys
-c = json.load(open(sys.argv[1]))
-c.update(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], num_experts=4, num_experts_per_tok=2,
-         moe_intermediate_size=512, norm_topk_prob=True, mlp_only_layers=[])
-json.dump(c, open(sys.argv[1], "w"), indent=2)
-P
-"$SWIFT" export --model "$TMP/moe_config" --init_strategy normal --seed 5 --output_dir "$TMP/moe" >/dev/null 2>&1 || bad "export moe"
+export_moe_model
 "$SWIFT" export --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --seed 5 --output_dir "$TMP/dense" >/dev/null 2>&1 || bad "export dense"
 
 # --adam_epsilon 1e-6 as dist_test.sh: gradients at the level of summation-order noise must not decide a step.

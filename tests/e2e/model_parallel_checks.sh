@@ -16,6 +16,21 @@ P
     || { echo "FAIL export qwen2"; exit 1; }
 }
 
+# export_moe_model: $TMP/moe, a Qwen3-MoE model of qwen3-tiny's size (2 sparse layers of 4 experts, top 2,
+# renormalised), random weights from seed 5.
+export_moe_model() {
+  mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
+  "$PY" - "$TMP/moe_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"], num_experts=4, num_experts_per_tok=2,
+         moe_intermediate_size=512, norm_topk_prob=True, mlp_only_layers=[])
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+  "$SWIFT" export --model "$TMP/moe_config" --init_strategy normal --seed 5 --output_dir "$TMP/moe" >/dev/null 2>&1 \
+    || { echo "FAIL export moe"; exit 1; }
+}
+
 # compare NAME DIR_A DIR_B [FILE]: the 4 logged steps' losses, grad norms and token accuracy, and the saved
 # checkpoint-4/FILE (default model.safetensors; adapter_model.safetensors for LoRA) agree to 1e-5.
 compare() {

@@ -10,6 +10,8 @@
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/moe.h"
+#include "swift/train/causal_lm_objective.h"
+#include "skip.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -64,6 +66,145 @@ TEST(Moe, GroupedExpertsEqualAPerTokenLoop) {
     const at::Tensor want = per_token_reference(block, x, 2, family == "qwen3_moe");
     EXPECT_LT((got - want).abs().max().item<double>(), 1e-5);
   }
+}
+
+// With a capacity, the layer's output is the per-token definition without the (token, choice) rows the keep mask
+// drops: those experts add nothing to their tokens, the other choices keep their weights.
+TEST(Moe, CapacityLeavesTheDroppedChoicesOut) {
+  torch::NoGradGuard no_grad;
+  auto m = test::random_model(test::tiny_config("qwen3_moe"), 7);
+  auto& block = sparse_block(m);
+  const at::Tensor x = at::randn({2, 9, 64});
+  const at::Tensor flat = x.reshape({-1, 64});
+  const auto [top, chosen] = model::route_top_k(block.gate(flat), 2, /*norm_topk_prob=*/true);
+  for (const bool by_position : {false, true}) {
+    SCOPED_TRACE(by_position ? "position" : "probs");
+    const model::ExpertCapacity capacity{0.5, by_position};  // 18 tokens x 2 / 4 experts x 0.5: 5 rows per expert
+    const at::Tensor keep = model::expert_capacity_keep(top, chosen, 4, capacity);
+    ASSERT_GT(keep.logical_not().sum().item<int64_t>(), 0) << "some rows dropped";
+    for (int64_t e = 0; e < 4; ++e)
+      EXPECT_LE((chosen.eq(e) & keep).sum().item<int64_t>(), 5) << "expert " << e << " over its capacity";
+    block.capacity = capacity;
+    const at::Tensor got = block.forward(x).reshape({-1, 64});
+    block.capacity = {};
+    // The definition: each kept choice's expert output, weighted.
+    at::Tensor want = at::zeros_like(flat);
+    const at::Tensor& gate_up = block.experts->gate_up_proj;
+    const at::Tensor& down = block.experts->down_proj;
+    const int64_t width = down.size(2);
+    for (int64_t t = 0; t < flat.size(0); ++t)
+      for (int64_t j = 0; j < 2; ++j) {
+        if (!keep[t][j].item<bool>()) continue;
+        const int64_t e = chosen[t][j].item<int64_t>();
+        const at::Tensor h = at::silu(at::matmul(gate_up[e].narrow(0, 0, width), flat[t])) *
+                             at::matmul(gate_up[e].narrow(0, width, width), flat[t]);
+        want[t] += top[t][j] * at::matmul(down[e], h);
+      }
+    EXPECT_LT((got - want).abs().max().item<double>(), 1e-5);
+  }
+}
+
+// --moe_token_drop_policy position: each expert keeps its earliest tokens.
+TEST(Moe, PositionPolicyKeepsEachExpertsEarliestTokens) {
+  // 6 tokens, top 1 of 2 experts, capacity ceil(6 x 1 / 2 x 0.5) = 2: expert 0 chosen by tokens 0, 2, 3, 5.
+  const at::Tensor chosen = at::tensor({0, 1, 0, 0, 1, 0}, at::kLong).view({6, 1});
+  const at::Tensor weights = at::tensor({0.1, 0.9, 0.2, 0.9, 0.8, 0.95}).view({6, 1});
+  const at::Tensor by_position = model::expert_capacity_keep(weights, chosen, 2, {0.5, true}).view({-1}).to(at::kLong);
+  EXPECT_TRUE(at::equal(by_position, at::tensor({1, 1, 1, 0, 1, 0}, at::kLong)));
+  const at::Tensor by_probs = model::expert_capacity_keep(weights, chosen, 2, {0.5, false}).view({-1}).to(at::kLong);
+  EXPECT_TRUE(at::equal(by_probs, at::tensor({0, 1, 0, 1, 1, 1}, at::kLong)));
+  // A capacity no expert can exceed keeps everything.
+  EXPECT_TRUE(model::expert_capacity_keep(weights, chosen, 2, {2.0, false}).all().item<bool>());
+}
+
+// Megatron-Core (megatron.core, the reference installed by scripts/setup.sh --tests) on the same router logits:
+// its switch_load_balancing_loss_func per layer and apply_router_token_dropping's routing map.
+TEST(Moe, MegatronRouterArithmeticEqualsMegatronCore) {
+  const std::string python = test::reference_python();
+  if (std::system((python + " -c 'import megatron.core' >/dev/null 2>&1").c_str()) != 0)
+    SWIFT_REFERENCE_MISSING(python << " cannot import megatron.core; run scripts/setup.sh --tests");
+  test::TempDir tmp;
+  at::manual_seed(11);
+  const int64_t tokens = 24, experts = 8, k = 2;
+  std::vector<at::Tensor> logits = {at::randn({tokens, experts}), at::randn({tokens, experts}) * 3.0};
+  io::save_safetensors(tmp / "logits.safetensors", {{"layer.0", logits[0]}, {"layer.1", logits[1]}});
+  // One run of the reference (importing megatron.core takes seconds) for both capacity factors.
+  const std::string script = std::string(SWIFT_SOURCE_DIR) + "/tests/parity/megatron_router_reference.py";
+  const std::string command = python + " " + script + " " + (tmp / "logits.safetensors").string() + " 2 0.5,1.25 probs " +
+                              (tmp / "out.json").string() + " 2>/dev/null";
+  const int status = std::system(command.c_str());
+  if (WEXITSTATUS(status) == 77) SWIFT_REFERENCE_MISSING("megatron_router_reference.py could not import its reference");
+  ASSERT_EQ(status, 0) << command;
+  const auto runs = nlohmann::json::parse(test::read_bytes(tmp / "out.json"));
+  for (const double factor : {0.5, 1.25}) {
+    SCOPED_TRACE("capacity factor " + std::to_string(factor));
+    const auto& reference = runs[factor == 0.5 ? 0 : 1]["layers"];
+    double sum = 0;
+    for (size_t layer = 0; layer < logits.size(); ++layer) {
+      const auto& want = reference[layer];
+      const at::Tensor ours = model::megatron_load_balancing_loss({logits[layer]}, k, at::Tensor());
+      EXPECT_NEAR(ours[0].item<double>(), want["load_balancing_loss"].get<double>(), 1e-6) << "layer " << layer;
+      sum += want["load_balancing_loss"].get<double>();
+      const auto [top, chosen] = model::route_top_k(logits[layer], k, /*norm_topk_prob=*/true);
+      const at::Tensor keep = model::expert_capacity_keep(top, chosen, experts, {factor, false});
+      const at::Tensor chose = at::zeros({tokens, experts}, at::kInt).scatter(1, chosen, 1);
+      const at::Tensor kept = at::zeros({tokens, experts}, at::kInt).scatter(1, chosen, keep.to(at::kInt));
+      for (int64_t t = 0; t < tokens; ++t)
+        for (int64_t e = 0; e < experts; ++e) {
+          ASSERT_EQ(chose[t][e].item<int>(), want["chosen"][t][e].get<int>()) << "layer " << layer << " token " << t;
+          ASSERT_EQ(kept[t][e].item<int>(), want["kept"][t][e].get<int>()) << "layer " << layer << " token " << t << " expert " << e;
+        }
+    }
+    const at::Tensor both = model::megatron_load_balancing_loss(logits, k, at::Tensor());
+    EXPECT_NEAR(both[0].item<double>(), sum, 1e-6) << "summed over the layers";
+    EXPECT_EQ(both[1].item<double>(), 2.0);
+  }
+  // Pads (mask 0) are left out: the masked loss is the loss of the real rows alone.
+  const at::Tensor mask = (at::arange(tokens) < 17).to(at::kLong).view({1, tokens});
+  const double masked = model::megatron_load_balancing_loss({logits[0]}, k, mask)[0].item<double>();
+  const double real = model::megatron_load_balancing_loss({logits[0].narrow(0, 0, 17)}, k, at::Tensor())[0].item<double>();
+  EXPECT_NEAR(masked, real, 1e-6);
+}
+
+// --moe_aux_loss_coeff c adds c x (Megatron's loss summed over the layers) x the micro-batch's real tokens to its loss
+// sum (the step then divides by its label tokens, as Megatron-Core's per-token loss scales it); the LM loss logged
+// is unchanged, load_balancing_loss is the mean per layer, expert_drop_rate the share the capacity dropped.
+TEST(Moe, MegatronAuxLossWeighsAMicroBatchByItsTokens) {
+  auto m = test::random_model(test::tiny_config("qwen3_moe"), 8);
+  m->train();
+  const auto examples = test::half_prompt_examples({9, 5, 12});
+  std::vector<const data::Example*> items;
+  for (const auto& e : examples) items.push_back(&e);
+  train::CausalLmObjectiveOptions plain_options;
+  plain_options.mixture_of_experts = true;
+  train::CausalLmObjectiveOptions options = plain_options;
+  options.moe_aux_loss_coeff = 0.1;
+  options.expert_capacity_factor = 0.75;
+  auto plain = train::causal_lm_objective(plain_options);
+  auto objective = train::causal_lm_objective(options);
+  EXPECT_EQ(objective->metric_names(),
+            (std::vector<std::string>{"loss", "token_acc", "load_balancing_loss", "expert_load_max", "expert_drop_rate"}));
+  const data::Batch batch = objective->collate(items, /*pad_id=*/0);
+  const double tokens = batch.attention_mask.sum().item<double>();
+  ASSERT_LT(tokens, static_cast<double>(batch.input_ids.numel())) << "a padded batch";
+  model::set_expert_capacity(m, {0.75, false});
+  const train::MicroBatchResult with_aux = objective->compute(m, batch);
+  const train::MicroBatchResult without = plain->compute(m, batch);
+  std::vector<at::Tensor> routers;
+  model::record_router_logits(m, &routers);
+  m->forward_hidden(train::forward_args(batch, m->device()));
+  model::record_router_logits(m, nullptr);
+  model::set_expert_capacity(m, {});
+  const at::Tensor aux = model::megatron_load_balancing_loss(routers, 2, batch.attention_mask);
+  EXPECT_NEAR((with_aux.loss - without.loss).item<double>(), 0.1 * tokens * aux[0].item<double>(), 1e-4);
+  EXPECT_TRUE(at::equal(with_aux.metrics[0], without.metrics[0])) << "the logged loss is the LM loss";
+  EXPECT_NEAR(with_aux.metrics[2][0].item<double>(), (aux[0] / aux[1]).item<double>(), 1e-6);
+  const at::Tensor dropped = model::dropped_choices(routers, 2, true, {0.75, false}, batch.attention_mask);
+  EXPECT_GT(dropped[0].item<double>(), 0) << "the capacity dropped rows";
+  EXPECT_TRUE(at::allclose(with_aux.metrics[4], dropped));
+  // The aux loss trains the routers.
+  with_aux.loss.backward();
+  EXPECT_GT(sparse_block(m).gate->weight.grad().abs().sum().item<double>(), 0.0);
 }
 
 // Hugging Face folders hold one tensor per expert and projection; the model reads them stacked and writes them back

@@ -14,6 +14,15 @@ struct CausalLmObjectiveOptions {
   // (model::load_balancing_loss) of each micro-batch is added to its loss unnormalised, as transformers adds it
   // (so the logged loss includes it), and the loss itself is logged as aux_loss (its mean per micro-batch).
   double router_aux_loss_coef = 0.0;
+  // --moe_aux_loss_coeff (Megatron's): coef x model::megatron_load_balancing_loss (layer by layer) x the micro-batch's
+  // tokens is added to its loss sum, so that after the step's division by its label tokens each micro-batch weighs
+  // by its tokens, as Megatron-Core with per-token loss (ms-swift's default) scales it; the logged loss stays the
+  // LM loss, and the load-balancing loss per layer is logged as load_balancing_loss (as Megatron's log names it).
+  double moe_aux_loss_coeff = 0.0;
+  // --moe_expert_capacity_factor (0: dropless): the share of (token, choice) rows the experts dropped is logged as
+  // expert_drop_rate. The model's layers drop them (model::set_expert_capacity); this only counts.
+  double expert_capacity_factor = 0.0;
+  bool drop_by_position = false;
   // A mixture-of-experts model: each micro-batch's expert load (model::expert_load_max) is logged as
   // expert_load_max, its mean over the micro-batches and sparse layers (with --pp_size: the last stage's layers).
   bool mixture_of_experts = false;

@@ -30,6 +30,7 @@ struct CheckpointSource {
   const tuners::LoraConfig* adapter = nullptr;  // LoRA: the adapter is saved; null: the whole model
   std::optional<c10::ScalarType> save_dtype;    // full checkpoints: --torch_dtype
   std::filesystem::path model_dir;              // the files a model folder carries besides weights come from here
+  std::optional<quant::QuantConfig> base_quantization;  // QLoRA: how the base loads for --merge_lora's copy
   const nlohmann::json& args;                   // args.json
   const Optimizer& optimizer;
   const data::TrainData& data;

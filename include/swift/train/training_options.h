@@ -70,6 +70,9 @@ struct LoopOptions {
   int64_t gradient_accumulation_steps = 0;  // 0: enough for a global batch of 16 samples, as ms-swift
   int64_t logging_steps = 5, eval_steps = 0, save_steps = 500, save_total_limit = 0;
   bool save_only_model = false;
+  // --merge_lora true with LoRA (Megatron-SWIFT's): beside each checkpoint-N, checkpoint-N-merged holds the base with
+  // the adapter folded in (train/merged_checkpoint.h).
+  bool merge_lora = false;
   bool save_model_parts = false;  // --save_safetensors false: each model-parallel rank writes its part of the weights
   std::filesystem::path output_dir;  // default: output/<model name>
   bool add_version = true;
@@ -101,6 +104,11 @@ struct TrainingOptions {
   uint64_t seed = 42;     // --seed
   // --router_aux_loss_coef: mixture-of-experts models' load-balancing loss weight (ms-swift's default 0: none).
   double router_aux_loss_coef = 0.0;
+  // Megatron's mixture-of-experts flags (megatron_flags.h): --moe_aux_loss_coeff, its layer-by-layer load-balancing
+  // loss (0: none), and --moe_expert_capacity_factor (0: dropless) with --moe_token_drop_policy.
+  double moe_aux_loss_coeff = 0.0;
+  double moe_expert_capacity_factor = 0.0;
+  bool moe_drop_by_position = false;
   std::string device;     // --device
   std::string log_level;  // --log_level
   nlohmann::json args;    // the flags as given (Flags::to_json), the base of a run's args.json
