@@ -160,6 +160,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
     }
     i = 1;
   }
+  std::map<std::string, std::pair<std::string, std::vector<std::string>>> given;  // flag -> (spelling, value) used
   for (; i < args.size(); ++i) {
     const std::string& arg = args[i];
     SWIFT_CHECK(arg.rfind("--", 0) == 0 && arg.size() > 2, UsageError,
@@ -174,6 +175,7 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
     name = normalise(name);
     const FlagSpec* spec = find_spec(specs, name);
     if (!spec) unknown_flag(command, name, specs, "");
+    const std::string spelling = name;
     name = spec->name;  // an alias stores under the flag's own name
     std::vector<std::string> v;
     auto next_is_value = [&] { return i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0; };
@@ -188,6 +190,12 @@ Flags parse_flags(const std::string& command, const std::vector<FlagSpec>& specs
                   "write --" + name + " <value>; see 'swift " + command + " --help'");
       v = {args[++i]};
     }
+    // Two spellings of one flag (--output_dir and Megatron's --save) that disagree: which one was meant is unknown.
+    if (auto earlier = given.find(name); earlier != given.end() && earlier->second.first != spelling)
+      SWIFT_CHECK(earlier->second.second == v, UsageError,
+                  "--" + earlier->second.first + " and --" + spelling + " are the same flag, given different values",
+                  "keep one of them");
+    given[name] = {spelling, v};
     values[name] = v;
     origin[name] = "";
   }

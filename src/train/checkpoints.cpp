@@ -117,7 +117,7 @@ void Checkpoints::save(int64_t step, const CheckpointSource& s, bool last_of_run
   if (with_state) parallel_.check_optimizer_state(tmp);
   out->commit();
   saved_.push_back(dir);
-  if (loop_.merge_lora && s.adapter) write_merged_checkpoint(dir, s.model_dir, s.base_quantization, merged_checkpoint_dir(dir));
+  if (loop_.merge_lora && s.adapter) write_merged_checkpoint(dir, s.model_dir, s.base_quantization, s.merged_dtype, merged_checkpoint_dir(dir));
   while (loop_.save_total_limit > 0 && static_cast<int64_t>(saved_.size()) > loop_.save_total_limit) {
     fs::remove_all(saved_.front());
     fs::remove_all(merged_checkpoint_dir(saved_.front()));  // --merge_lora's copy goes with its checkpoint

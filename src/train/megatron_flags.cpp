@@ -2,6 +2,7 @@
 #include "swift/train/megatron_flags.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -154,9 +155,11 @@ void apply_mixture_of_experts(const cli::Flags& flags, TrainingOptions& o, cli::
                  "(transformers', over the layers together) are both set",
                  "give one of them");
   if (flags.given("moe_expert_capacity_factor")) {
-    o.moe_expert_capacity_factor = flags.number("moe_expert_capacity_factor");
-    problems.in_range("moe_expert_capacity_factor", o.moe_expert_capacity_factor, 0, kHuge,
-                      "e.g. 1.0 or 2.0 (leave it out for dropless experts)", /*min_open=*/true);
+    // Megatron-Core reads a negative factor as none (dropless); 0 would drop every row.
+    const double factor = flags.number("moe_expert_capacity_factor");
+    problems.check(std::isfinite(factor) && factor != 0, "--moe_expert_capacity_factor " + flags.str("moe_expert_capacity_factor") + " keeps no token",
+                   "e.g. 1.0 or 2.0; leave it out (or give -1, as Megatron) for dropless experts");
+    o.moe_expert_capacity_factor = std::max(0.0, factor);
   }
   const std::string policy = flags.str("moe_token_drop_policy");
   problems.check(policy == "probs" || policy == "position", "--moe_token_drop_policy " + policy + " is not Megatron's",
@@ -186,7 +189,7 @@ std::vector<cli::FlagSpec> megatron_flags() {
       {"finetune", FlagType::kBool, "true", "accepted: a run starts from --model's weights at step 0 (continue one with --resume_from_checkpoint)"},
       {"eval_iters", FlagType::kInt, "-1", "Megatron's evaluation batches: -1 (ms-swift's default), the whole validation split, is what swift evaluates"},
       {"moe_aux_loss_coeff", FlagType::kFloat, "0", "mixture-of-experts models: weight of Megatron-Core's load-balancing loss, computed layer by layer over each micro-batch's tokens and weighted by them (logged as load_balancing_loss); 0: none"},
-      {"moe_expert_capacity_factor", FlagType::kFloat, "", "mixture-of-experts models: each expert takes at most factor x k x tokens / experts of a layer's (token, choice) rows on a rank, the rest dropped (logged as expert_drop_rate); unset: dropless"},
+      {"moe_expert_capacity_factor", FlagType::kFloat, "", "mixture-of-experts models: each expert takes at most factor x k x tokens / experts of a layer's (token, choice) rows on a rank, the rest dropped (logged as expert_drop_rate); unset or negative: dropless"},
       {"moe_token_drop_policy", FlagType::kString, "probs", "with --moe_expert_capacity_factor: probs keeps each expert's most probable tokens, position its earliest"},
       {"moe_pad_expert_input_to_capacity", FlagType::kBool, "false", "not available (false): the experts run on the rows they keep"},
       {"expert_tensor_parallel_size", FlagType::kInt, "1", "tensor parallelism inside each expert: 1 (ms-swift's default, each expert whole on its rank) is what swift does"},

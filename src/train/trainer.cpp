@@ -211,8 +211,8 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                                              loss_scaler, *parallel);
   Checkpoints checkpoints(log.run_dir(), options.loop, *parallel);
   const CheckpointSource saved{policy.model, options.tuner.adapter() ? &policy.lora : nullptr, options.model.save_dtype,
-                               options.model.dir, policy.quantization, args, *optimizer, *data.train, loss_scaler,
-                               global_batch};
+                               options.model.dir, policy.quantization, options.model.torch_dtype, args, *optimizer,
+                               *data.train, loss_scaler, global_batch};
 
   // The loop.
   parallel->begin_training(policy.model);

@@ -134,6 +134,22 @@ TEST(Flags, OldMsSwiftSpellingsAreAliases) {
   EXPECT_EQ(f.str("train_type"), "full");
 }
 
+// Megatron's spellings of the same flags; two spellings of one flag must agree (which was meant is unknown).
+TEST(Flags, MegatronSpellingsAreAliasesThatMustAgree) {
+  auto f = cli::parse_flags("sft", recipes::sft_flags(), {"--lr", "2e-5", "--train_iters", "7", "--save", "out", "--learning_rate", "2e-5"});
+  EXPECT_DOUBLE_EQ(f.number("learning_rate"), 2e-5);
+  EXPECT_EQ(f.integer("max_steps"), 7);
+  EXPECT_EQ(f.str("output_dir"), "out");
+  try {
+    cli::parse_flags("sft", recipes::sft_flags(), {"--output_dir", "a", "--save", "b"});
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--output_dir and --save are the same flag"), std::string::npos) << e.what();
+  }
+  // The same spelling twice: the last one counts, as before.
+  EXPECT_EQ(cli::parse_flags("sft", recipes::sft_flags(), {"--save", "a", "--save", "b"}).str("output_dir"), "b");
+}
+
 TEST(Flags, ClosestMatch) {
   EXPECT_EQ(cli::closest_match("exprot", {"export", "infer", "sft"}), "export");
   EXPECT_EQ(cli::closest_match("zzzzzzzz", {"export", "infer", "sft"}), "");

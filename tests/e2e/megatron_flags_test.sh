@@ -64,6 +64,9 @@ run megatron_spelling 0 "$MEGATRON" sft "${common[@]}" --lr 2e-4 --train_iters 5
   --lr_decay_style cosine --min_lr 5e-5 --clip_grad 0.5 --adam_eps 1e-6 --save "$TMP/mg" --save_interval 5 \
   --recompute_granularity selective
 has megatron_selective_note "--recompute_granularity selective: swift recomputes whole decoder layers" err
+has megatron_selective_recomputes "(gradient checkpointing; " err
+run recompute_none 0 "$MEGATRON" sft "${common[@]}" --max_steps 1 --recompute_granularity none --output_dir "$TMP/none"
+has recompute_none_keeps "(no gradient checkpointing; " err
 "$PY" - "$TMP/hf" "$TMP/mg" <<'P' && ok || bad "Megatron's spellings gave another run"
 import json, sys
 from safetensors.numpy import load_file
@@ -97,6 +100,14 @@ run cap_ep2 0 env NPROC_PER_NODE=2 OMP_NUM_THREADS=1 "$MEGATRON" sft "${moe[@]}"
   --moe_expert_capacity_factor 0.5 --ep_size 2 --output_dir "$TMP/cap_ep2"
 run cap_none 0 env NPROC_PER_NODE=2 OMP_NUM_THREADS=1 "$MEGATRON" sft "${moe[@]}" --per_device_train_batch_size 1 \
   --output_dir "$TMP/cap_none"
+run cap_negative 0 env NPROC_PER_NODE=2 OMP_NUM_THREADS=1 "$MEGATRON" sft "${moe[@]}" --per_device_train_batch_size 1 \
+  --moe_expert_capacity_factor -1 --output_dir "$TMP/cap_negative"  # Megatron's spelling of dropless
+"$PY" - "$TMP/cap_negative" "$TMP/cap_none" <<'P' && ok || bad "a negative capacity factor is not dropless"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+a, b = map(rows, sys.argv[1:3])
+assert [r["loss"] for r in a] == [r["loss"] for r in b] and all("expert_drop_rate" not in r for r in a), (a, b)
+P
 "$PY" - "$TMP/cap_dp2" "$TMP/cap_ep2" "$TMP/cap_none" <<'P' && ok || bad "capacity factor: drops or EP2 differ"
 import json, sys
 rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
@@ -143,6 +154,8 @@ bad_value backend "--attention_backend flashy is not Megatron's" --attention_bac
 bad_value pad_capacity "--moe_pad_expert_input_to_capacity true is not available" --moe_pad_expert_input_to_capacity true
 bad_value etp "--expert_tensor_parallel_size 2 is not available yet" --expert_tensor_parallel_size 2
 bad_value eval_iters "--eval_iters 10 is not available yet" --eval_iters 10
+bad_value two_spellings "--output_dir and --save are the same flag, given different values" --output_dir "$TMP/a" --save "$TMP/b"
+bad_value zero_capacity "--moe_expert_capacity_factor 0 keeps no token" --moe_expert_capacity_factor 0
 bad_value checkpointing_contradiction "contradicts --gradient_checkpointing false" --recompute_granularity full --gradient_checkpointing false
 [ ! -e "$TMP/x_granularity" ] && ok || bad "a refused command line wrote its run folder"
 

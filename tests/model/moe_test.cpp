@@ -71,36 +71,53 @@ TEST(Moe, GroupedExpertsEqualAPerTokenLoop) {
 // With a capacity, the layer's output is the per-token definition without the (token, choice) rows the keep mask
 // drops: those experts add nothing to their tokens, the other choices keep their weights.
 TEST(Moe, CapacityLeavesTheDroppedChoicesOut) {
-  torch::NoGradGuard no_grad;
   auto m = test::random_model(test::tiny_config("qwen3_moe"), 7);
   auto& block = sparse_block(m);
   const at::Tensor x = at::randn({2, 9, 64});
   const at::Tensor flat = x.reshape({-1, 64});
-  const auto [top, chosen] = model::route_top_k(block.gate(flat), 2, /*norm_topk_prob=*/true);
+  const at::Tensor probe = at::randn({18, 64});  // the outputs' weights in the loss whose gradients are compared
   for (const bool by_position : {false, true}) {
     SCOPED_TRACE(by_position ? "position" : "probs");
     const model::ExpertCapacity capacity{0.5, by_position};  // 18 tokens x 2 / 4 experts x 0.5: 5 rows per expert
+    // The layer, and its gradients.
+    m->zero_grad();
+    block.capacity = capacity;
+    const at::Tensor got = block.forward(x).reshape({-1, 64});
+    block.capacity = {};
+    (got * probe).sum().backward();
+    std::vector<at::Tensor> grads;
+    for (const auto& p : block.parameters()) grads.push_back(p.grad().clone());
+    // The definition: each kept choice's expert output, weighted.
+    m->zero_grad();
+    const auto [top, chosen] = model::route_top_k(block.gate(flat), 2, /*norm_topk_prob=*/true);
     const at::Tensor keep = model::expert_capacity_keep(top, chosen, 4, capacity);
     ASSERT_GT(keep.logical_not().sum().item<int64_t>(), 0) << "some rows dropped";
     for (int64_t e = 0; e < 4; ++e)
       EXPECT_LE((chosen.eq(e) & keep).sum().item<int64_t>(), 5) << "expert " << e << " over its capacity";
-    block.capacity = capacity;
-    const at::Tensor got = block.forward(x).reshape({-1, 64});
-    block.capacity = {};
-    // The definition: each kept choice's expert output, weighted.
-    at::Tensor want = at::zeros_like(flat);
     const at::Tensor& gate_up = block.experts->gate_up_proj;
     const at::Tensor& down = block.experts->down_proj;
     const int64_t width = down.size(2);
-    for (int64_t t = 0; t < flat.size(0); ++t)
+    std::vector<at::Tensor> rows;
+    for (int64_t t = 0; t < flat.size(0); ++t) {
+      at::Tensor row = at::zeros({64});
       for (int64_t j = 0; j < 2; ++j) {
         if (!keep[t][j].item<bool>()) continue;
         const int64_t e = chosen[t][j].item<int64_t>();
         const at::Tensor h = at::silu(at::matmul(gate_up[e].narrow(0, 0, width), flat[t])) *
                              at::matmul(gate_up[e].narrow(0, width, width), flat[t]);
-        want[t] += top[t][j] * at::matmul(down[e], h);
+        row = row + top[t][j] * at::matmul(down[e], h);
       }
+      rows.push_back(row);
+    }
+    const at::Tensor want = at::stack(rows);
     EXPECT_LT((got - want).abs().max().item<double>(), 1e-5);
+    (want * probe).sum().backward();
+    size_t i = 0;
+    for (const auto& p : block.parameters()) {
+      const double scale = 1.0 + p.grad().abs().max().item<double>();  // sums over 18 tokens in another order
+      EXPECT_LT((grads[i] - p.grad()).abs().max().item<double>() / scale, 1e-5) << "parameter " << i;
+      ++i;
+    }
   }
 }
 

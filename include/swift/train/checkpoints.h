@@ -31,6 +31,7 @@ struct CheckpointSource {
   std::optional<c10::ScalarType> save_dtype;    // full checkpoints: --torch_dtype
   std::filesystem::path model_dir;              // the files a model folder carries besides weights come from here
   std::optional<quant::QuantConfig> base_quantization;  // QLoRA: how the base loads for --merge_lora's copy
+  std::optional<c10::ScalarType> merged_dtype;           // --merge_lora's copy: --torch_dtype (default the base's)
   const nlohmann::json& args;                   // args.json
   const Optimizer& optimizer;
   const data::TrainData& data;
