@@ -157,7 +157,8 @@ void apply_mixture_of_experts(const cli::Flags& flags, TrainingOptions& o, cli::
   if (flags.given("moe_expert_capacity_factor")) {
     // Megatron-Core reads a negative factor as none (dropless); 0 would drop every row.
     const double factor = flags.number("moe_expert_capacity_factor");
-    problems.check(std::isfinite(factor) && factor != 0, "--moe_expert_capacity_factor " + flags.str("moe_expert_capacity_factor") + " keeps no token",
+    problems.check(std::isfinite(factor) && factor != 0, "--moe_expert_capacity_factor " + flags.str("moe_expert_capacity_factor") +
+                       (factor == 0 ? " keeps no token" : " is not a factor"),
                    "e.g. 1.0 or 2.0; leave it out (or give -1, as Megatron) for dropless experts");
     o.moe_expert_capacity_factor = std::max(0.0, factor);
   }
