@@ -7,6 +7,7 @@
 #include "swift/model/moe.h"
 #include "swift/recipes/commands.h"
 #include "swift/train/causal_lm_objective.h"
+#include "swift/train/megatron_flags.h"
 #include "swift/train/trainer.h"
 
 namespace swift::recipes {
@@ -47,11 +48,8 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
                       " is not available yet",
                   "leave " + flag + " at 0 (ms-swift's default), or train without pipeline or context parallelism");
     } else {
-      for (const auto& [flag, given] : {std::pair<std::string, bool>{"--router_aux_loss_coef", o.router_aux_loss_coef > 0},
-                                        {"--moe_aux_loss_coeff", o.moe_aux_loss_coeff > 0},
-                                        {"--moe_expert_capacity_factor", o.moe_expert_capacity_factor > 0}})
-        if (given)
-          log_info(flag, " has no effect: ", c.policy->config().model_type, " has no mixture-of-experts layers");
+      for (const std::string& flag : train::router_flags_given(o))
+        log_info(flag, " has no effect: ", c.policy->config().model_type, " has no mixture-of-experts layers");
     }
     return train::causal_lm_objective(objective);
   };

@@ -11,6 +11,7 @@
 #include "swift/core/logging.h"
 #include "swift/quant/quantized_loading.h"
 #include "swift/rlhf/preference_objectives.h"
+#include "swift/train/megatron_flags.h"
 #include "swift/tuners/lora.h"
 
 namespace swift::rlhf {
@@ -70,13 +71,11 @@ void turn_dropout_off(const train::ObjectiveContext& ctx) {
 // experts' capacity) yet: said, not skipped.
 void refuse_router_aux_loss(const train::ObjectiveContext& ctx) {
   if (!ctx.policy->config().is_moe()) return;
-  const train::TrainingOptions& o = ctx.options;
-  for (const auto& [flag, given] : {std::pair<std::string, bool>{"--router_aux_loss_coef", o.router_aux_loss_coef > 0},
-                                    {"--moe_aux_loss_coeff", o.moe_aux_loss_coeff > 0},
-                                    {"--moe_expert_capacity_factor", o.moe_expert_capacity_factor > 0}})
-    SWIFT_CHECK(!given, UsageError,
-                "swift rlhf with " + flag + " is not available yet (the routers' load balancing is trained in swift sft/pt)",
-                "leave " + flag + " unset, ms-swift's default");
+  const std::vector<std::string> given = train::router_flags_given(ctx.options);
+  const std::string flag = given.empty() ? std::string() : given.front();
+  SWIFT_CHECK(given.empty(), UsageError,
+              "swift rlhf with " + flag + " is not available yet (the routers' load balancing is trained in swift sft/pt)",
+              "leave " + flag + " unset, ms-swift's default");
 }
 
 // The frozen reference of DPO and KTO: null for the policy with its adapter switched off (LoRA), else --ref_model

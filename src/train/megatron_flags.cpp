@@ -201,6 +201,14 @@ std::vector<cli::FlagSpec> megatron_flags() {
   return flags;
 }
 
+std::vector<std::string> router_flags_given(const TrainingOptions& o) {
+  std::vector<std::string> given;
+  if (o.router_aux_loss_coef > 0) given.push_back("--router_aux_loss_coef");
+  if (o.moe_aux_loss_coeff > 0) given.push_back("--moe_aux_loss_coeff");
+  if (o.moe_expert_capacity_factor > 0) given.push_back("--moe_expert_capacity_factor");
+  return given;
+}
+
 void apply_megatron_flags(const cli::Flags& flags, TrainingOptions& o, cli::Problems& problems) {
   for (const auto& k : kernel_flags()) {
     if (!flags.given(k.spec.name)) continue;

@@ -138,6 +138,13 @@ assert any((merged[k] != base[k]).any() for k in merged), "nothing merged"
 assert os.path.exists(f"{sys.argv[1]}/tokenizer.json") and os.path.exists(f"{sys.argv[1]}/config.json")
 P
 
+# The router flags on a dense model change nothing (said); swift rlhf refuses them on a MoE model.
+run dense_router 0 "$MEGATRON" sft "${common[@]}" --max_steps 1 --moe_aux_loss_coeff 1e-3 --output_dir "$TMP/dense_router"
+has dense_router_note "--moe_aux_loss_coeff has no effect: qwen3 has no mixture-of-experts layers" err
+run rlhf_capacity 2 "$MEGATRON" rlhf --rlhf_type dpo --model "$TMP/moe" --dataset swift/self-cognition-preference#8 --model_name Tiny Tests --model_author Tests Tests \
+  --moe_expert_capacity_factor 1.5 --output_dir "$TMP/rlhf_capacity"
+has rlhf_capacity_msg "swift rlhf with --moe_expert_capacity_factor is not available yet" err
+
 # Bad values: exit 2 before anything loads, naming the flag.
 bad_value() {  # bad_value NAME TEXT FLAGS...
   local name="$1" text="$2"; shift 2

@@ -4,6 +4,7 @@
 // ...) are aliases in training_flags instead. docs/megatron.md lists them all.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "swift/cli/flags.h"
@@ -18,5 +19,9 @@ std::vector<cli::FlagSpec> megatron_flags();
 // Applies them to options read from the other flags (the learning rate, the schedule, the loop): called by
 // training_options before the parallel layout, which reads --gradient_checkpointing.
 void apply_megatron_flags(const cli::Flags& flags, TrainingOptions& options, cli::Problems& problems);
+
+// The router flags set in `options` (--router_aux_loss_coef, --moe_aux_loss_coeff, --moe_expert_capacity_factor):
+// what a dense model ignores and what swift rlhf refuses.
+std::vector<std::string> router_flags_given(const TrainingOptions& options);
 
 }  // namespace swift::train
