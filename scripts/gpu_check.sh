@@ -48,9 +48,12 @@ else
   printf '%s\n' "${summary[@]}"
   exit 1
 fi
-SWIFT="$ROOT/build-gpu/bin/swift"
-# the libraries of the prefix, for anything loaded indirectly (RUNPATH reaches direct needs only)
-export LD_LIBRARY_PATH="/tmp/swift-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The prefix's libraries for swift alone, also those loaded indirectly (RUNPATH reaches direct needs only): a
+# wrapper, since exported for everything they would replace the machine's own (its curl fails on Debian's libcurl).
+SWIFT="$OUT/swift"
+printf '#!/bin/sh\nexport LD_LIBRARY_PATH=/tmp/swift-deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\nexec %s "$@"\n' \
+  "$ROOT/build-gpu/bin/swift" >"$SWIFT"
+chmod +x "$SWIFT"
 export SWIFT_TEST_PYTHON=python3
 
 # 1. The e2e suites on CUDA, side by side.
@@ -198,7 +201,7 @@ P
 [ "$ok_runs" = 1 ] || note "EP2: a run FAILED (ep_*.log)"
 grep -h "grouped_mm\|expert parallel: read" "$OUT"/ep_*.log | sort -u | head -4
 "$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
-  --val_dataset swift/self-cognition#2 --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
+  --val_dataset swift/self-cognition#2 --model_name Tiny Tests --model_author Tests Tests --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"
 
 for i in "${!pids[@]}"; do wait "${pids[$i]}"; done
@@ -209,7 +212,7 @@ done
 note "checks done at $((SECONDS - t0)) s"
 
 # 3. Benchmark against transformers + PEFT (bf16, gradient checkpointing, long samples).
-PYTHONUNBUFFERED=1 timeout "$(left 60)" python3 bench/bench_train.py --device cuda \
+PYTHONUNBUFFERED=1 timeout "$(left 60)" python3 bench/bench_train.py --swift "$SWIFT" --device cuda \
   --tools swift,hf --torch_dtype bfloat16 --sizes 0.6b --batch 8 --max_length 1024 --sums_per_reply 24 \
   --gradient_checkpointing true --rounds 1 --steps 12 --big_steps 12 --threads 8 >"$OUT/bench_train.txt" 2>&1 \
   && note "bench: ok" || note "bench: FAILED rc=$? (bench_train.txt)"

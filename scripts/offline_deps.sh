@@ -20,7 +20,9 @@ PACKAGES=(nlohmann-json3-dev libcli11-dev libspdlog-dev libspdlog1.10 libfmt-dev
   libcurl4-openssl-dev libcurl4 libssl-dev libssl3 libnghttp2-14 libpsl5 librtmp1 libssh2-1 libldap-2.5-0
   libsasl2-2 libsasl2-modules-db libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0 libkeyutils1
   # Parquet datasets' page codecs (src/parquet/): zstd, zlib and LZ4's runtime libraries are in Debian's base.
-  libsnappy-dev libsnappy1v5 libzstd-dev zlib1g-dev libbrotli-dev liblz4-dev)
+  libsnappy-dev libsnappy1v5 libzstd-dev zlib1g-dev libbrotli-dev liblz4-dev
+  # What libcurl4 loads through libpsl5 that other distributions lack at these sonames (Ubuntu 24.04: libunistring5).
+  libidn2-0 libunistring2)
 case "${1:-}" in
   download)
     dir="${2:?usage: offline_deps.sh download DIR}"

@@ -17,9 +17,9 @@ bad() { fail=$((fail+1)); echo "FAIL $*"; }
 run() {  # run NAME EXPECTED_RC CMD...   (stdout in $TMP/out, stderr in $TMP/err)
   local name="$1" want="$2"; shift 2
   "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?
-  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; tail -20 "$TMP/out" "$TMP/err"; fi
+  if [ "$rc" = "$want" ]; then ok; else bad "$name: rc=$rc want=$want"; tail -n 20 "$TMP/out" "$TMP/err"; fi
 }
-has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; tail -5 "$TMP/$3"; fi; }
+has() { if grep -qF -- "$2" "$TMP/$3"; then ok; else bad "$1: $3 lacks '$2'"; tail -n 5 "$TMP/$3"; fi; }
 finish() {  # finish NAME: the summary line, and the exit status
   echo "e2e $1: $pass passed, $fail failed"
   [ "$fail" = 0 ]

@@ -40,7 +40,7 @@ two_nodes() {  # two_nodes NAME OUTPUT_DIR SWIFT_FLAGS...: both nodes' launchers
   node 1 "$N1" v1 "$out" "$@" & local p1=$!
   wait "$p0"; local r0=$?
   wait "$p1"; local r1=$?
-  [ "$r0" = 0 ] && [ "$r1" = 0 ] && ok || { bad "$name: rc $r0 / $r1"; tail -5 "$TMP/node0.err" "$TMP/node1.err"; }
+  [ "$r0" = 0 ] && [ "$r1" = 0 ] && ok || { bad "$name: rc $r0 / $r1"; tail -n 5 "$TMP/node0.err" "$TMP/node1.err"; }
 }
 # TP2 within each node, DP2 across them.
 two_nodes tp_dp "$TMP/two_nodes" --per_device_train_batch_size 1 --tp_size 2
