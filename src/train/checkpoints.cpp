@@ -3,7 +3,6 @@
 #include "swift/train/merged_checkpoint.h"
 
 #include <ATen/ATen.h>
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 #include <torch/serialize.h>
 
@@ -11,6 +10,7 @@
 #include <mutex>
 
 #include "swift/core/atomic_write.h"
+#include "swift/core/device.h"
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/io/hf_config.h"
@@ -22,6 +22,18 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace swift::train {
+namespace {
+
+// Beside rng_state.pt (the CPU generator's): the GPU's, whose generator draws the dropout of a run on CUDA.
+constexpr const char* kCudaRngStateFile = "rng_state_cuda.pt";
+
+at::Tensor generator_state(c10::Device device) {
+  at::Generator generator = at::globalContext().defaultGenerator(device);
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return generator.get_state();
+}
+
+}  // namespace
 
 Checkpoints::Checkpoints(fs::path run_dir, const LoopOptions& loop, distributed::ParallelStrategy& parallel)
     : run_dir_(std::move(run_dir)), loop_(loop), parallel_(parallel) {}
@@ -47,14 +59,10 @@ void Checkpoints::write_rank0_files(int64_t step, const CheckpointSource& s, con
   io::write_json_file(out / "args.json", s.args);
   if (loop_.save_only_model) return;
   if (!parallel_.shards_optimizer_state()) s.optimizer.save(out / parallel_.optimizer_state_file());
-  // Dropout draws from the default CPU generator: its state makes the continuation bit-exact.
-  at::Generator generator = at::detail::getDefaultCPUGenerator();
-  at::Tensor rng_state;
-  {
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    rng_state = generator.get_state();
-  }
-  torch::save(rng_state, (out / "rng_state.pt").string());
+  // Dropout draws from the generator of the device it runs on: its state makes the continuation bit-exact.
+  torch::save(generator_state(c10::Device(c10::kCPU)), (out / "rng_state.pt").string());
+  const c10::Device device = m->device();
+  if (device.is_cuda()) torch::save(generator_state(device), (out / kCudaRngStateFile).string());
   const json data_state = s.data.state();  // "epoch"/"data_position" stay for readers of older checkpoints
   json state = {{"global_step", step}, {"epoch", s.data.epoch()}, {"data_position", data_state.value("position", uint64_t{0})},
                 {"data_state", data_state}, {"global_micro_batch", s.global_micro_batch}};
@@ -139,25 +147,26 @@ int64_t read_global_step(const json& state, const fs::path& path) {
   return step.get<int64_t>();
 }
 
-// Dropout draws from the default CPU generator: its saved state makes the continuation bit-exact. Without the file
-// the run continues, but says it is not exact; a damaged file is a DataError.
-void restore_rng_state(const fs::path& path) {
+// Dropout draws from the generator of the device it runs on (the CPU's, or on CUDA the GPU's): its saved state
+// makes the continuation bit-exact. Without the file the run continues, but says it is not exact; a damaged file is
+// a DataError.
+void restore_rng_state(const fs::path& path, c10::Device device) {
   if (!fs::exists(path)) {
-    log_warn(path.parent_path().string(), " has no rng_state.pt: the run continues from another random state, so it "
-             "is not an exact continuation (dropout draws differ)");
+    log_warn(path.parent_path().string(), " has no ", path.filename().string(), ": the run continues from another "
+             "random state, so it is not an exact continuation (dropout draws differ)");
     return;
   }
   at::Tensor rng;
   try {
     torch::load(rng, path.string());
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    at::Generator generator = at::globalContext().defaultGenerator(device);
     std::lock_guard<std::mutex> lock(generator.mutex());
     generator.set_state(rng);
   } catch (const std::exception& e) {  // the file's reader and the generator say what is wrong in their own words
     const auto* c10_error = dynamic_cast<const c10::Error*>(&e);
     throw DataError(path.string() + " cannot be read as a random generator state: " +
                         (c10_error ? c10_error->what_without_backtrace() : e.what()),
-                    "the checkpoint is damaged; resume from another one, or delete rng_state.pt to resume without an "
+                    "the checkpoint is damaged; resume from another one, or delete " + path.filename().string() + " to resume without an "
                     "exact continuation");
   }
 }
@@ -202,7 +211,9 @@ int64_t resume_training(const LoopOptions& loop, int64_t total_steps, int64_t gl
                 "the checkpoint is damaged; resume from another one");
     scaler->restore(at::tensor(scale.get<double>(), at::kFloat), at::tensor(tracker.get<int>(), at::kInt));
   }
-  restore_rng_state(resume / "rng_state.pt");
+  restore_rng_state(resume / "rng_state.pt", c10::Device(c10::kCPU));
+  const c10::Device device = parse_device(parallel.device());
+  if (device.is_cuda()) restore_rng_state(resume / kCudaRngStateFile, device);
   if (state.contains("global_micro_batch") && state["global_micro_batch"].is_number_integer() &&
       state["global_micro_batch"].get<int64_t>() != global_micro_batch)
     log_warn("the checkpoint was trained with ", state["global_micro_batch"].get<int64_t>(),
