@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "swift/core/bytes.h"
 #include "swift/core/device.h"
@@ -241,13 +242,29 @@ std::unique_ptr<ParallelStrategy> make_parallel_strategy(const ParallelOptions& 
   std::unique_ptr<ProcessGroup> group;
   if (options.env.distributed()) {
     init_logging(log_level, options.env.rank, options.env.world_size);
-    if (parse_device(device).is_cuda()) {  // one GPU per local rank; with Slurm's per-task binding each rank sees only its own
-      const int visible = static_cast<int>(torch::cuda::device_count());
-      device = "cuda:" + std::to_string(options.env.local_rank % std::max(1, visible));
-    }
     GroupOptions group_options;
     group_options.timeout = std::chrono::seconds(options.timeout_seconds);
     group_options.backend = options.backend;
+    if (parse_device(device).is_cuda()) {  // one GPU per local rank; with Slurm's per-task binding each rank sees only its own
+      const int visible = static_cast<int>(torch::cuda::device_count());
+      device = "cuda:" + std::to_string(options.env.local_rank % std::max(1, visible));
+      // NCCL refuses two ranks on one GPU (after the rendezvous, as "Duplicate GPU detected"): say so before it.
+      // Only where every local rank sees the same GPUs, as under torchrun and swift's launcher (LOCAL_WORLD_SIZE set);
+      // Slurm's per-task binding shows each rank only its own.
+      const int local = options.env.local_world_size;
+      const bool same_gpus_for_all = std::getenv("LOCAL_WORLD_SIZE") != nullptr && options.env.source != "slurm";
+      if (same_gpus_for_all && visible < local && visible > 0) {
+        const std::string shared = std::to_string(local) + " ranks on this machine (LOCAL_WORLD_SIZE) share " +
+                                   std::to_string(visible) + " visible GPU" + (visible > 1 ? "s" : "");
+        SWIFT_CHECK(options.backend != "nccl", UsageError, "--ddp_backend nccl: " + shared + "; NCCL needs a GPU per rank",
+                    "start one rank per GPU (NPROC_PER_NODE=" + std::to_string(visible) +
+                        ", or check CUDA_VISIBLE_DEVICES), or use --ddp_backend gloo to share them (slow)");
+        if (options.backend == "auto") {
+          if (options.env.rank == 0) log_info(shared, ": NCCL needs a GPU per rank, so --ddp_backend auto takes gloo");
+          group_options.backend = "gloo";
+        }
+      }
+    }
     group = ProcessGroup::connect(options.env, parse_device(device), group_options);
   }
 
