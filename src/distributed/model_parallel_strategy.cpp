@@ -149,13 +149,13 @@ ModelParallel::ModelParallel(std::unique_ptr<ProcessGroup> world, std::string de
     data_group_ = group_->subgroup(ranks_from(pp_rank() * stage + tp_rank(), data_group_size(), tp),
                                    "dp/" + layout_name(pp_rank(), tp_rank()));
   if (sizes_.pp > 1) pp_group_ = group_->subgroup(ranks_from(in_stage, sizes_.pp, stage), "pp/" + std::to_string(in_stage));
-  if (sizes_.ep > 1) {  // ep consecutive members of the data group; those at the same place in each hold the same experts
-    const int ep = sizes_.ep, first_of_data_group = pp_rank() * stage + tp_rank();
-    const std::string place = layout_name(pp_rank(), tp_rank()) + ".";
-    ep_group_ = group_->subgroup(ranks_from(first_of_data_group + (data_group_rank() - ep_rank()) * tp, ep, tp),
-                                 "ep/" + place + std::to_string(data_group_rank() / ep));
+  if (sizes_.ep > 1) {  // ep consecutive ranks of the stage; those at the same place in each hold the same experts
+    const int ep = sizes_.ep, first_of_stage = pp_rank() * stage;
+    const std::string place = std::to_string(pp_rank()) + ".";
+    ep_group_ = group_->subgroup(ranks_from(first_of_stage + in_stage - ep_rank(), ep, 1),
+                                 "ep/" + place + std::to_string(expert_data_group_rank()));
     if (expert_data_group_size() > 1)
-      expert_data_group_ = group_->subgroup(ranks_from(first_of_data_group + ep_rank() * tp, expert_data_group_size(), ep * tp),
+      expert_data_group_ = group_->subgroup(ranks_from(first_of_stage + ep_rank(), expert_data_group_size(), ep),
                                             "edp/" + place + std::to_string(ep_rank()));
   }
   const std::string cp_size = cp > 1 ? " x cp " + std::to_string(cp) : "", cp_place = cp > 1 ? ", cp " + std::to_string(cp_rank()) : "";
@@ -354,7 +354,13 @@ void ModelParallel::assign_ownership(model::CausalLM& model) {
     sharded_ = std::move(split.sharded);
     partial_gradients_ = std::move(split.partial_gradients);
   }
-  if (ep_group_) split_experts(model);
+  if (ep_group_) {
+    split_experts(model);
+    // Experts split over the EP group are summed over the ranks holding them (which span the TP group), not over TP.
+    partial_gradients_.erase(std::remove_if(partial_gradients_.begin(), partial_gradients_.end(),
+                                            [this](const at::Tensor& p) { return is_expert(p); }),
+                             partial_gradients_.end());
+  }
   if (tp_group_ || ep_group_) read_own_slices(model, sharded_, expert_sharded_);
   ParallelStrategy::assign_ownership(model);
   if (shards_optimizer_over_replicas()) partition_optimizer_state();
@@ -396,7 +402,7 @@ void ModelParallel::partition_optimizer_state() {
     (is_expert(p) ? expert_bytes : dense_bytes).push_back(bytes.back());
   }
   dp_owners_ = ParameterPartition(dense_bytes, data_group_size()).owners();
-  const int expert_group_rank = data_group_rank() / sizes_.ep;
+  const int expert_group_rank = expert_data_group_rank();
   expert_owners_ = ParameterPartition(expert_bytes, expert_data_group_size()).owners();
   std::vector<int> owner_ranks;  // as keep_owned reads them: this rank where its place in its group owns it
   std::vector<int> owner_in_data_group;  // for the log: the data-group rank of each parameter's owner

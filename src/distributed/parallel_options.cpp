@@ -19,7 +19,7 @@ std::vector<cli::FlagSpec> parallel_flags() {
       {"decoder_first_pipeline_num_layers", FlagType::kInt, "0", "layers of the first pipeline stage (0: an even split; the others share the rest)"},
       {"decoder_last_pipeline_num_layers", FlagType::kInt, "0", "layers of the last pipeline stage (0: an even split; the others share the rest)"},
       {"context_parallel_size", FlagType::kInt, "1", "ranks that split each sequence (Megatron context parallelism: each keeps 2 of 2 x cp chunks of every row, balanced for causal attention, and ring attention passes the keys around)", {"cp_size"}},
-      {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split each mixture-of-experts layer's experts (Megatron expert parallelism: taken from the data-parallel ranks, x --cp_size, each holding experts / ep of every sparse layer; tokens travel to their experts by all-to-all)", {"ep_size"}},
+      {"expert_model_parallel_size", FlagType::kInt, "1", "ranks that split each mixture-of-experts layer's experts (Megatron expert parallelism with --expert_tensor_parallel_size 1: consecutive ranks of a pipeline stage, across tensor, context and data parallelism, each holding experts / ep of every sparse layer; tokens travel to their experts by all-to-all)", {"ep_size"}},
       {"virtual_pipeline_model_parallel_size", FlagType::kInt, "1", "pipeline stages per rank (interleaved 1F1B: a smaller bubble for more exchanges; the micro-batches per step a multiple of --pp_size)"},
       {"use_distributed_optimizer", FlagType::kBool, "true", "with --tp_size/--pp_size and several data-parallel replicas: the ranks holding the same part of the model shard its AdamW state (Megatron's distributed optimizer, ZeRO-1); false: each keeps all of it"},
       {"dp_size", FlagType::kInt, "0", "data-parallel size, as a check: the world size over tp x pp x cp (0: not checked)"},
@@ -46,11 +46,6 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
                  "add --pp_size 2 (or more), or drop it");
   options.ep_size = flags.integer("expert_model_parallel_size");
   problems.at_least("expert_model_parallel_size", options.ep_size, 1, "ranks, e.g. 2");
-  problems.check(options.ep_size == 1 || options.tp_size == 1,
-                 "--expert_model_parallel_size " + std::to_string(options.ep_size) + " with --tp_size " +
-                     std::to_string(options.tp_size) + " is not available yet (mixture-of-experts layers are not split by "
-                     "tensor parallelism)",
-                 "drop --tp_size: split the experts with --ep_size and the layers with --pp_size");
   const int64_t world = options.env.world_size;
   if (options.tp_size < 1 || options.pp_size < 1 || options.ep_size < 1) return;
   const int64_t split = options.model_parallel_size();
@@ -59,14 +54,15 @@ void tensor_model_parallel_options(const cli::Flags& flags, ParallelOptions& opt
   problems.check(world % split == 0,
                  sizes + " (" + std::to_string(split) + ") does not divide the " + std::to_string(world) + " ranks (WORLD_SIZE)",
                  "start a multiple of " + std::to_string(split) + " ranks (NPROC_PER_NODE x NNODES), or change the sizes");
-  // Expert parallelism takes its ranks from those sharing a part of the model (data x context parallel).
-  const int64_t data_ranks = world / (options.tp_size * options.pp_size);
-  problems.check(world % split != 0 || data_ranks % options.ep_size == 0,
+  // Expert parallelism takes its ranks from those of a pipeline stage (tensor x context x data parallel, as
+  // Megatron-Core with --expert_tensor_parallel_size 1).
+  const int64_t stage_ranks = world / options.pp_size;
+  problems.check(world % split != 0 || stage_ranks % options.ep_size == 0,
                  "--expert_model_parallel_size " + std::to_string(options.ep_size) + " does not divide the " +
-                     std::to_string(data_ranks) + " data-parallel" + (options.cp_size > 1 ? " x context-parallel" : "") +
-                     " ranks (" + std::to_string(world) + " ranks over --tp_size x --pp_size)",
-                 "start a multiple of " + std::to_string(options.ep_size * options.tp_size * options.pp_size) +
-                     " ranks, or choose an --ep_size that divides " + std::to_string(data_ranks));
+                     std::to_string(stage_ranks) + " ranks of a pipeline stage (" + std::to_string(world) +
+                     " ranks over --pp_size " + std::to_string(options.pp_size) + ")",
+                 "start a multiple of " + std::to_string(options.ep_size * options.pp_size) +
+                     " ranks, or choose an --ep_size that divides " + std::to_string(stage_ranks));
   const int64_t dp = flags.integer("dp_size");
   problems.check(dp == 0 || dp * split == world,
                  "--dp_size " + std::to_string(dp) + " x " + sizes + " is not the " + std::to_string(world) + " ranks started",

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "swift/core/error.h"
+#include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
 
 namespace swift::model {
@@ -67,6 +68,19 @@ struct ScatterToSequence : torch::autograd::Function<ScatterToSequence> {
   }
 };
 
+// The gradient of whole rows that every rank computed the same way: this rank's part of it.
+struct GatherForReplicatedUse : torch::autograd::Function<GatherForReplicatedUse> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    ctx->saved_data["comm"] = comm;
+    ctx->saved_data["part"] = x.size(kSequenceDim);
+    return reinterpret_cast<TensorParallelComm*>(comm)->all_gather(x.contiguous(), kSequenceDim);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const int64_t part = ctx->saved_data["part"].toInt();
+    return {grads[0].narrow(kSequenceDim, comm_of(ctx)->rank() * part, part).contiguous(), at::Tensor()};
+  }
+};
+
 int64_t handle(TensorParallelComm& comm) { return reinterpret_cast<int64_t>(&comm); }
 
 }  // namespace
@@ -111,29 +125,33 @@ at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm&
   return ScatterToSequence::apply(x, handle(comm));
 }
 
+at::Tensor gather_sequence_for_replicated_use(const at::Tensor& x, TensorParallelComm& comm) {
+  return GatherForReplicatedUse::apply(x, handle(comm));
+}
+
 std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   if (size <= 1) return "";
   auto not_divided = [&](const char* what, int64_t n) {
     return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
            std::to_string(size);
   };
-  if (c.is_moe())
-    return "its mixture-of-experts layers (" + std::to_string(c.moe.num_experts) +
-           " experts) are not split by tensor parallelism yet; train it with --pp_size, --deepspeed or data "
-           "parallelism";
   if (c.num_attention_heads % size) return not_divided("num_attention_heads", c.num_attention_heads);
   if (c.num_key_value_heads % size && size % c.num_key_value_heads)
     return "num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ") and the tensor-parallel size " +
            std::to_string(size) + " do not divide one another";
-  if (c.intermediate_size % size) return not_divided("intermediate_size", c.intermediate_size);
+  bool dense_layers = false;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) dense_layers = dense_layers || !c.sparse_layer(i);
+  if (dense_layers && c.intermediate_size % size) return not_divided("intermediate_size", c.intermediate_size);
   if (c.vocab_size % size) return not_divided("vocab_size", c.vocab_size);
   return "";
 }
 
 TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm,
                                           bool sequence_parallel) {
-  SWIFT_CHECK(!model->config().is_moe(), UsageError,
-              "tensor parallelism: " + tensor_parallel_problem(model->config(), comm->size()), "use another layout");
+  SWIFT_CHECK(!model->config().is_moe() || sequence_parallel, UsageError,
+              "tensor parallelism of a mixture-of-experts model (" + model->config().model_type +
+                  ") needs sequence parallelism: each rank routes its own part of the sequence through whole experts",
+              "add --sequence_parallel true (Megatron-Core requires it too)");
   const std::string problem = tensor_parallel_problem(model->config(), comm->size());
   SWIFT_CHECK(problem.empty(), UsageError, "tensor parallelism: " + problem, "choose a --tp_size that divides it");
   TensorParallelSplit out;
@@ -172,9 +190,18 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
     attn->divide_heads(comm->size(), comm->rank());
     if (attn->q_norm) out.partial_gradients.push_back(attn->q_norm->weight);  // shared by the heads of every rank
     if (attn->k_norm) out.partial_gradients.push_back(attn->k_norm->weight);
-    split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);
-    split(at + ".mlp.up_proj", layer->mlp->up_proj, TensorParallelRole::kColumn);
-    split(at + ".mlp.down_proj", layer->mlp->down_proj, TensorParallelRole::kRow);
+    if (auto moe = layer->moe) {
+      // Megatron's --expert_tensor_parallel_size 1: nothing of a sparse layer is split. Its input is this rank's part
+      // of the sequence (sequence parallelism), routed through whole experts here, so every gradient of the layer
+      // (router, experts, shared expert, their adapters) is partial. Experts split by expert parallelism are summed
+      // over the ranks holding them instead (the distributed area takes them out of this list).
+      for (const auto& p : moe->parameters()) out.partial_gradients.push_back(p);
+      moe->tp_comm = comm.get();
+    } else {
+      split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);
+      split(at + ".mlp.up_proj", layer->mlp->up_proj, TensorParallelRole::kColumn);
+      split(at + ".mlp.down_proj", layer->mlp->down_proj, TensorParallelRole::kRow);
+    }
     norm_on_sequence_part(layer->input_layernorm);
     norm_on_sequence_part(layer->post_attention_layernorm);
   }

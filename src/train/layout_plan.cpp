@@ -53,9 +53,11 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   const double head = c.tie_word_embeddings ? (pp > 1 ? embedding : 0.0) : embedding;  // a tied head: the last stage's copy
   // The first stage holds the embedding, the last the head (one stage: both); the layers and both split over TP.
   const double outer = pp == 1 ? embedding + head : std::max(embedding, head);
-  const double experts = layer_expert_parameters(c);  // each EP rank keeps 1/ep of them
-  const double layer = layer_parameters(c) - experts + experts / ep;
-  const double params = (static_cast<double>(stage_layers) * layer + outer) / tp;
+  // Tensor parallelism splits the dense weights; the experts stay whole (Megatron's --expert_tensor_parallel_size 1),
+  // each EP rank keeping 1/ep of them.
+  const double experts = layer_expert_parameters(c);
+  const double dense_layer = layer_parameters(c) - experts;
+  const double params = static_cast<double>(stage_layers) * (dense_layer / tp + experts / ep) + outer / tp;
   const double trainable = in.lora ? static_cast<double>(stage_layers) * lora_layer_parameters(c, in.lora_rank) / tp : params;
 
   MemoryInputs m;
@@ -75,11 +77,11 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   m.world_size = dp * cp;
   m.gradient_checkpointing = in.gradient_checkpointing;
   MemoryEstimate e = estimate_memory(m);
-  // The distributed optimizer splits the experts' AdamW state over the ranks holding the same experts only
-  // (dp x cp / ep), the rest over the whole data group.
+  // The distributed optimizer splits the experts' AdamW state over the ranks holding the same experts
+  // (tp x dp x cp / ep), the rest over the data group (dp x cp).
   if (!in.lora && m.zero_stage >= 1 && ep > 1) {
-    const double split_experts = static_cast<double>(stage_layers) * experts / ep / tp;
-    e.optimizer *= (params - split_experts + split_experts * ep) / params;
+    const double split_experts = static_cast<double>(stage_layers) * experts / ep;
+    e.optimizer *= (params - split_experts + split_experts * ep / tp) / params;
   }
   // 1F1B: the first stage keeps its layers' activations for up to PP micro-batches until their backward; the last
   // stage one micro-batch's, and the logits (one stage: both on the same rank).
@@ -122,9 +124,9 @@ std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in) {
       for (int pp = 1; tp * cp * pp <= in.gpus && pp <= in.config.num_hidden_layers; ++pp) {
         if (in.gpus % (tp * cp * pp)) continue;
         const int dp = in.gpus / (tp * cp * pp);
-        // Expert parallelism (MoE models, without TP): any split of the experts the data group (dp x cp) allows.
-        for (int ep = 1; ep <= dp * cp; ++ep) {
-          if (ep > 1 && (tp > 1 || (dp * cp) % ep || !model::expert_parallel_problem(in.config, ep).empty())) continue;
+        // Expert parallelism (MoE models): any split of the experts the ranks of a stage (tp x dp x cp) allow.
+        for (int ep = 1; ep <= tp * dp * cp; ++ep) {
+          if (ep > 1 && ((tp * dp * cp) % ep || !model::expert_parallel_problem(in.config, ep).empty())) continue;
           LayoutOption o;
           o.tp = tp, o.cp = cp, o.pp = pp, o.dp = dp, o.ep = ep;
           o.per_rank = estimate(in, tp, cp, pp, dp, ep);

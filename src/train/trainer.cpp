@@ -167,6 +167,12 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
     const std::string problem = model::tensor_parallel_problem(config, static_cast<int>(options.parallel.tp_size));
     SWIFT_CHECK(problem.empty(), UsageError, "--tp_size " + std::to_string(options.parallel.tp_size) + ": " + problem,
                 "choose a --tp_size that divides it, or another layout");
+    SWIFT_CHECK(!config.is_moe() || options.parallel.tp_size == 1 || options.parallel.sequence_parallel, UsageError,
+                "--tp_size " + std::to_string(options.parallel.tp_size) + " on a mixture-of-experts model (" +
+                    config.model_type + ") needs --sequence_parallel true: each rank routes its own part of the "
+                    "sequence through whole experts (as Megatron-Core, which requires it too)",
+                "add --sequence_parallel true (swift sft/pt; swift rlhf does not split mixture-of-experts models by "
+                "tensor parallelism yet), or drop --tp_size");
     const std::string experts = model::expert_parallel_problem(config, static_cast<int>(options.parallel.ep_size));
     SWIFT_CHECK(experts.empty(), UsageError, "--expert_model_parallel_size " + std::to_string(options.parallel.ep_size) + ": " + experts,
                 "choose an --expert_model_parallel_size that divides the experts, or drop it");

@@ -377,7 +377,8 @@ at::Tensor values_of(int rank, int64_t T, double scale) {
 }
 
 // Each exchange and its backward against the same arithmetic done on whole tensors: gather (all-gather forward,
-// reduce-scatter backward) and scatter (reduce-scatter forward, all-gather backward).
+// reduce-scatter backward), scatter (reduce-scatter forward, all-gather backward) and the gather for a replicated
+// use (all-gather forward, this rank's part backward).
 TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
   on_two_ranks([](ProcessGroup& group) {
     const auto shared = tensor_parallel_comm(group);  // as the model-parallel strategy gives it to the model
@@ -401,6 +402,14 @@ TEST(SequenceParallel, ExchangesAlongTheSequenceAndTheirGradients) {
     const at::Tensor v0 = values_of(0, 2, 0.5), v1 = values_of(1, 2, 0.25);
     (part * (r == 0 ? v0 : v1)).sum().backward();
     EXPECT_TRUE(at::equal(z.grad(), at::cat({v0, v1}, 1)));
+
+    // Gather for a use every rank repeats (the router logits' aux loss under TP): the whole rows, and in backward this
+    // rank's part of the gradient, not the sum over the ranks (which would count the repeated use twice).
+    at::Tensor y = mine.clone().requires_grad_(true);
+    const at::Tensor replicated = model::gather_sequence_for_replicated_use(y, comm);
+    EXPECT_TRUE(at::equal(replicated, whole));
+    (replicated * w0).sum().backward();  // the same weights on both ranks, as a repeated computation has
+    EXPECT_TRUE(at::equal(y.grad(), w0.narrow(1, 2 * r, 2)));
   });
 }
 

@@ -11,8 +11,13 @@
 #  - each EP2 rank reads only its half of the experts from the files (the log's figure against the file's tensors);
 #  - the checkpoint holds every expert under its Hugging Face name; an EP2 checkpoint resumes exactly at EP2 and
 #    continues at one rank and at EP4 as one rank would;
-#  - an --ep_size that does not divide the data-parallel ranks, a dense model, --tp_size with --ep_size, ZeRO-2 and
-#    swift rlhf with --ep_size stop with exit 2 before the model loads.
+#  - with tensor parallelism (Megatron's --expert_tensor_parallel_size 1: sequence parallelism, each rank routing its
+#    own part of the sequence through whole experts): TP2, TP2 x EP2 (the EP group is the TP group), TP2 x EP2 x DP2
+#    and TP2 x EP4 (the EP group spans TP and DP) give one rank's numbers, full and LoRA, and the aux loss too; a
+#    TP2 x EP2 checkpoint resumes exactly at TP2 x EP2 and continues at one rank;
+#  - an --ep_size that does not divide the ranks of a stage, a dense model, --tp_size on a MoE model without
+#    --sequence_parallel, a capacity factor with --tp_size, ZeRO-2 and swift rlhf with --ep_size stop with exit 2
+#    before the model loads.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -80,6 +85,26 @@ run ep2_cp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" 
   --ep_size 2 --cp_size 2 --output_dir "$TMP/ep2_cp2"
 compare ep2_cp2 "$TMP/one4" "$TMP/ep2_cp2"
 
+# Tensor parallelism (with sequence parallelism, as Megatron requires for MoE): the sparse layers whole on each rank,
+# each routing its half of the sequence; experts split over EP groups that are the TP group (EP2 on TP2) or span TP
+# and DP (EP4 on TP2 x DP2).
+sp=(--tp_size 2 --sequence_parallel true)
+run tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --output_dir "$TMP/tp2"
+compare tp2 "$TMP/one" "$TMP/tp2"
+run tp2_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --ep_size 2 --output_dir "$TMP/tp2_ep2"
+has tp2_ep2_layout "model parallel: tp 2 x pp 1 x dp 1 (experts split over ep 2 of them)" err
+compare tp2_ep2 "$TMP/one" "$TMP/tp2_ep2"
+run tp2_ep2_dp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --ep_size 2 --output_dir "$TMP/tp2_ep2_dp2"
+has tp2_ep2_dp2_sum "their gradients summed over the 2 ranks holding the same experts" err
+compare tp2_ep2_dp2 "$TMP/one4" "$TMP/tp2_ep2_dp2"
+run tp2_ep4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --ep_size 4 --output_dir "$TMP/tp2_ep4"
+has tp2_ep4_experts "(this rank: experts 0-0 of 4)" err
+compare tp2_ep4 "$TMP/one4" "$TMP/tp2_ep4"
+
 # Evaluation: 8 held-out rows in batches of 3 per rank (a short last round; every rank joins every exchange) give
 # one rank's eval_loss.
 evaluate=(--max_steps 2 --save_steps 2 --eval_steps 2 --split_dataset_ratio 0.2 --per_device_eval_batch_size 3)
@@ -99,6 +124,9 @@ run lora_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${lora[@]}" --per_d
 run lora_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${lora[@]}" --per_device_train_batch_size 1 \
   --ep_size 2 --output_dir "$TMP/lora_ep2"
 compare lora_ep2 "$TMP/lora_one" "$TMP/lora_ep2" adapter_model.safetensors
+run lora_tp2_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${lora[@]}" "${sp[@]}" \
+  --per_device_train_batch_size 2 --ep_size 2 --output_dir "$TMP/lora_tp2_ep2"
+compare lora_tp2_ep2 "$TMP/lora_one" "$TMP/lora_tp2_ep2" adapter_model.safetensors
 
 # The aux loss is each rank's over its own tokens (as transformers under DDP): EP2 gives DP2's numbers.
 run aux_dp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
@@ -107,6 +135,18 @@ run aux_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" 
   --router_aux_loss_coef 0.01 --ep_size 2 --output_dir "$TMP/aux_ep2"
 compare aux_ep2 "$TMP/aux_dp2" "$TMP/aux_ep2"
 grep -q '"aux_loss"' "$TMP/aux_ep2/logging.jsonl" && ok || bad "aux_ep2: no aux_loss logged"
+# Under TP every rank sees the whole rows' router logits (gathered), so TP2 x EP2 gives one rank's aux loss.
+run aux_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 2 --router_aux_loss_coef 0.01 \
+  --output_dir "$TMP/aux_one"
+run aux_tp2_ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --router_aux_loss_coef 0.01 --ep_size 2 --output_dir "$TMP/aux_tp2_ep2"
+compare aux_tp2_ep2 "$TMP/aux_one" "$TMP/aux_tp2_ep2"
+"$PY" - "$TMP/aux_one" "$TMP/aux_tp2_ep2" <<'P' && ok || bad "aux_tp2_ep2: aux_loss differs from one rank's"
+import json, sys
+aux = lambda d: [r["aux_loss"] for r in map(json.loads, open(f"{d}/logging.jsonl")) if "aux_loss" in r]
+a, b = aux(sys.argv[1]), aux(sys.argv[2])
+assert len(a) == len(b) == 4 and max(abs(x - y) for x, y in zip(a, b)) < 1e-6, (a, b)
+P
 
 # Resuming: an EP2 checkpoint at step 3 of 6 continues exactly at EP2, and at one rank as one rank would.
 
@@ -122,6 +162,15 @@ tail_like r_ep2_again "$TMP/r_ep2" "$TMP/r_ep2_again" 0
 run r_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 2 \
   --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_one"
 tail_like r_one "$TMP/r_ep2" "$TMP/r_one" 1e-5
+# A TP2 x EP2 checkpoint (the EP group is the TP group) resumes exactly at TP2 x EP2, and at one rank.
+run r_tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" "${sp[@]}" --ep_size 2 \
+  --per_device_train_batch_size 2 --output_dir "$TMP/r_tp2"
+run r_tp2_again 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" "${sp[@]}" --ep_size 2 \
+  --per_device_train_batch_size 2 --resume_from_checkpoint "$TMP/r_tp2/checkpoint-3" --output_dir "$TMP/r_tp2_again"
+tail_like r_tp2_again "$TMP/r_tp2" "$TMP/r_tp2_again" 0
+run r_tp2_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 2 \
+  --resume_from_checkpoint "$TMP/r_tp2/checkpoint-3" --output_dir "$TMP/r_tp2_one"
+tail_like r_tp2_one "$TMP/r_tp2" "$TMP/r_tp2_one" 1e-5
 # ... and at EP4 (each rank's expert cut from the EP2 ranks' moments) as one rank does on the same batches.
 run r_one4 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${six[@]}" --per_device_train_batch_size 4 \
   --resume_from_checkpoint "$TMP/r_ep2/checkpoint-3" --output_dir "$TMP/r_one4"
@@ -139,11 +188,14 @@ P
 
 # Layouts that cannot work stop before anything loads.
 run bad_divide 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 4 --output_dir "$TMP/x1"
-has bad_divide "--expert_model_parallel_size 4 does not divide the 2 data-parallel ranks" err
+has bad_divide "--expert_model_parallel_size 4 does not divide the 2 ranks of a pipeline stage" err
 run bad_dense 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/dense" "${base[@]}" --ep_size 2 --output_dir "$TMP/x2"
 has bad_dense "--expert_model_parallel_size 2: the model has no mixture-of-experts layers" err
 run bad_tp 2 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 2 --tp_size 2 --output_dir "$TMP/x3"
-has bad_tp "--expert_model_parallel_size 2 with --tp_size 2 is not available yet" err
+has bad_tp "--tp_size 2 on a mixture-of-experts model (qwen3_moe) needs --sequence_parallel true" err
+run bad_capacity 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --moe_expert_capacity_factor 1 \
+  --output_dir "$TMP/x6"
+has bad_capacity "--moe_expert_capacity_factor with --tp_size 2 is not available yet" err
 run bad_zero2 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --ep_size 2 --deepspeed zero2 --output_dir "$TMP/x4"
 has bad_zero2 "x --ep_size 2 is not available yet" err
 run bad_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/moe" --dataset swift/self-cognition#8 \

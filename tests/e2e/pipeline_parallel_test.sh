@@ -43,7 +43,9 @@ for r in 0 1; do
 done
 
 # Qwen3-MoE (layer 0 dense, layer 1 sparse: 4 experts, top 2): PP=2 puts one on each stage, DP=2 splits the
-# samples; both equal one rank. The router's aux loss under PP and tensor parallelism of MoE layers are errors.
+# samples, TP2 x PP2 (sequence parallelism: the dense layer split, the sparse one routing each rank's part of the
+# sequence) on 4 ranks; each equals one rank. The router's aux loss under PP, and TP on a MoE model without
+# --sequence_parallel, are errors.
 mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
 "$PY" - "$TMP/moe_config/config.json" <<'P'
 import json, sys
@@ -62,8 +64,11 @@ compare dp2_moe "$TMP/one_moe" "$TMP/dp2_moe"
 run pp2_moe_aux 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --pp_size 2 \
   --router_aux_loss_coef 0.01 --output_dir "$TMP/x_aux"
 has pp2_moe_aux "--router_aux_loss_coef with --pp_size 2 is not available yet" err
+run tp2_pp2_moe 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --tp_size 2 --pp_size 2 \
+  --sequence_parallel true --output_dir "$TMP/tp2_pp2_moe"
+compare tp2_pp2_moe "$TMP/one_moe" "$TMP/tp2_pp2_moe"
 run tp2_moe 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --tp_size 2 --output_dir "$TMP/x_tp"
-has tp2_moe "its mixture-of-experts layers (4 experts) are not split by tensor parallelism yet" err
+has tp2_moe "--tp_size 2 on a mixture-of-experts model (qwen3_moe) needs --sequence_parallel true" err
 
 # The untied Qwen2: PP=4 (a layer each; the middle stages hold no embedding or head), an uneven PP=2 split (1 + 3
 # layers), TP2 x PP2 and DP2 x PP2.

@@ -73,10 +73,10 @@ model::ModelConfig thirty_b_a3b() {
   return c;
 }
 
-// A mixture-of-experts model: no tensor parallelism (its layers are not split by TP), its experts split over the
-// data-parallel ranks instead; each split holds the dense part whole and 1/ep of the experts, and full fine-tuning
-// of 30B on 8 GPUs of 80 GiB needs one.
-TEST(LayoutPlan, MixtureOfExpertsSplitsItsExpertsOverTheDataParallelRanks) {
+// A mixture-of-experts model: its experts split over the ranks of a pipeline stage (expert parallelism across TP, CP
+// and DP, as Megatron with --expert_tensor_parallel_size 1) and its dense part by TP; each split holds 1/ep of the
+// experts, and full fine-tuning of 30B on 8 GPUs of 80 GiB needs one.
+TEST(LayoutPlan, MixtureOfExpertsSplitsItsExpertsOverTheRanksOfAStage) {
   train::LayoutPlanInputs in = cluster(80);
   in.config = thirty_b_a3b();
   in.gpus = 8;
@@ -84,17 +84,19 @@ TEST(LayoutPlan, MixtureOfExpertsSplitsItsExpertsOverTheDataParallelRanks) {
   const auto options = train::layout_options(in);
   const train::LayoutOption* whole = nullptr;
   const train::LayoutOption* split = nullptr;
+  const train::LayoutOption* with_tp = nullptr;
   for (const auto& o : options) {
-    EXPECT_EQ(o.tp, 1) << "MoE layers are not split by tensor parallelism";
     EXPECT_EQ(128 % o.ep, 0);
-    EXPECT_EQ(o.dp * o.cp % o.ep, 0);
-    if (o.cp == 1 && o.pp == 1 && o.ep == 1) whole = &o;
-    if (o.cp == 1 && o.pp == 1 && o.ep == 8) split = &o;
+    EXPECT_EQ(o.tp * o.dp * o.cp % o.ep, 0);
+    if (o.tp == 1 && o.cp == 1 && o.pp == 1 && o.ep == 1) whole = &o;
+    if (o.tp == 1 && o.cp == 1 && o.pp == 1 && o.ep == 8) split = &o;
+    if (o.tp == 2 && o.cp == 1 && o.pp == 1 && o.ep == 8) with_tp = &o;
   }
-  ASSERT_TRUE(whole && split);
-  // 1.5B dense + 29B of experts, fp32 masters: 8 ranks hold 1.5B + 29B / 8.
-  const double experts = 48.0 * 128 * 3 * 2048 * 768, all = model::parameter_count(in.config);
-  EXPECT_NEAR(split->per_rank.weights / whole->per_rank.weights, (all - experts + experts / 8) / all, 0.01);
+  ASSERT_TRUE(whole && split && with_tp);
+  // 1.5B dense + 29B of experts, fp32 masters: 8 ranks hold 1.5B + 29B / 8; with TP 2 the dense part halves.
+  const double experts = 48.0 * 128 * 3 * 2048 * 768, all = model::parameter_count(in.config), dense = all - experts;
+  EXPECT_NEAR(split->per_rank.weights / whole->per_rank.weights, (dense + experts / 8) / all, 0.01);
+  EXPECT_NEAR(with_tp->per_rank.weights / split->per_rank.weights, (dense / 2 + experts / 8) / (dense + experts / 8), 0.01);
   EXPECT_FALSE(whole->fits);
   const auto best = train::recommended_layout(options);
   ASSERT_TRUE(best.has_value());

@@ -72,9 +72,14 @@ class ModelParallel : public ParallelStrategy {
   // The data group: the ranks holding the same part of the model (DP x CP), and this rank's place in it.
   int data_group_rank() const { return dp_rank() * sizes_.cp + cp_rank(); }
   int data_group_size() const { return dp_size() * sizes_.cp; }
-  // Expert parallelism: this rank's place in its group of the data group, and the ranks holding the same experts.
-  int ep_rank() const { return data_group_rank() % sizes_.ep; }
-  int expert_data_group_size() const { return data_group_size() / sizes_.ep; }
+  // This rank's place in its pipeline stage: tp_rank() + tp x data_group_rank().
+  int stage_rank() const { return rank() % stage_ranks(); }
+  // Expert parallelism (Megatron's, with --expert_tensor_parallel_size 1): ep consecutive ranks of a stage, across
+  // tensor, context and data parallelism, split the experts. This rank's place in that group; the ranks holding the
+  // same experts (one per group) and its place among them.
+  int ep_rank() const { return stage_rank() % sizes_.ep; }
+  int expert_data_group_rank() const { return stage_rank() / sizes_.ep; }
+  int expert_data_group_size() const { return stage_ranks() / sizes_.ep; }
 
   int data_parallel_rank() const override { return dp_rank(); }
   int data_parallel_size() const override { return dp_size(); }

@@ -69,6 +69,10 @@ class SparseMoeBlockImpl : public torch::nn::Module {
   // Where each forward appends its router logits [B x T, E] (record_router_logits); null: nowhere.
   std::vector<at::Tensor>* router_log = nullptr;
   ExpertCapacity capacity;  // set_expert_capacity
+  // Tensor parallelism (apply_tensor_parallel, with sequence parallelism): x is this rank's part of the sequence,
+  // routed through whole experts here (Megatron's --expert_tensor_parallel_size 1); the logged router logits are
+  // gathered to whole rows, so every rank sees the batch's.
+  TensorParallelComm* tp_comm = nullptr;
   Linear gate{nullptr};
   MoeExperts experts{nullptr};
   MLP shared_expert{nullptr};

@@ -48,12 +48,16 @@ at::Tensor reduce_from_tensor_parallel(const at::Tensor& x, TensorParallelComm& 
 // Sequence parallelism, on [B, T, C] split along T (dim 1) in rank order:
 // all-gather forward, reduce-scatter backward (the input of column-parallel layers, the head's included);
 at::Tensor gather_from_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm);
-// reduce-scatter forward, all-gather backward (the partial outputs of a row-parallel layer or the embedding).
+// reduce-scatter forward, all-gather backward (the partial outputs of a row-parallel layer or the embedding);
 at::Tensor scatter_to_sequence_parallel(const at::Tensor& x, TensorParallelComm& comm);
+// all-gather forward, this rank's part of the gradient backward (not summed: every rank then computes the same
+// thing from the whole rows, as the router logits' load-balancing loss; Megatron's tensor_parallel_output_grad=False).
+at::Tensor gather_sequence_for_replicated_use(const at::Tensor& x, TensorParallelComm& comm);
 
-// What keeps `config` from being split over `size` ranks ("" when nothing): heads, MLP width and vocabulary must
-// divide; KV heads divide, or (fewer KV heads than ranks: k/v_proj kept whole on every rank, Megatron's
-// replication) divide the size.
+// What keeps `config` from being split over `size` ranks ("" when nothing): heads, MLP width (of the dense layers)
+// and vocabulary must divide; KV heads divide, or (fewer KV heads than ranks: k/v_proj kept whole on every rank,
+// Megatron's replication) divide the size. Mixture-of-experts layers are not split: under sequence parallelism each
+// rank routes its own tokens through whole experts (apply_tensor_parallel).
 std::string tensor_parallel_problem(const ModelConfig& config, int size);
 
 // One sharded parameter: its name, the dimension it is split along and its whole size there.
