@@ -186,20 +186,31 @@ NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${moe[@]}" --train_type full --per_de
   --ddp_backend "$backend" --ep_size 2 --output_dir "$W/e-ep2" >"$OUT/ep_ep2.log" 2>&1 || ok_runs=0
 NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${moe[@]/float32/bfloat16}" --train_type full --per_device_train_batch_size 2 \
   --ddp_backend "$backend" --ep_size 2 --output_dir "$W/e-bf16" >"$OUT/ep_bf16.log" 2>&1 || ok_runs=0
+# TP2 x EP2 (sequence parallelism; the EP group is the TP group): the same global batch on one replica.
+NPROC_PER_NODE=2 timeout 300 "$SWIFT" sft "${moe[@]}" --train_type full --per_device_train_batch_size 4 \
+  --ddp_backend "$backend" --tp_size 2 --sequence_parallel true --ep_size 2 --output_dir "$W/e-tp2ep2" \
+  >"$OUT/ep_tp2ep2.log" 2>&1 || ok_runs=0
 python3 - "$W" <<'P' >"$OUT/expert_parallel_cuda.txt" 2>&1 && note "EP2 ($backend): ok ($(tail -1 "$OUT/expert_parallel_cuda.txt"))" || note "EP2 ($backend): FAILED (expert_parallel_cuda.txt, ep_*.log)"
 import json, os, sys
 w = sys.argv[1]
 losses = lambda run: [json.loads(l)["loss"] for l in open(os.path.join(w, run, "logging.jsonl")) if '"loss"' in l]
-one, ep2, bf16 = losses("e-one"), losses("e-ep2"), losses("e-bf16")
+one, ep2, bf16, tp2ep2 = losses("e-one"), losses("e-ep2"), losses("e-bf16"), losses("e-tp2ep2")
 print("ep2", [round(x, 5) for x in ep2], "one rank", [round(x, 5) for x in one], "bf16", [round(x, 4) for x in bf16])
-assert len(one) == len(ep2) == len(bf16) == 6
-worst = max(abs(a - b) for a, b in zip(one, ep2))
+print("tp2 x ep2", [round(x, 5) for x in tp2ep2])
+assert len(one) == len(ep2) == len(bf16) == len(tp2ep2) == 6
+worst = max(abs(a - b) for a, b in zip(one + one, ep2 + tp2ep2))
 assert worst < 1e-3, worst
 assert bf16[-1] < bf16[0]
 print(f"losses within {worst:.1e} of one rank; bf16 trains")
 P
 [ "$ok_runs" = 1 ] || note "EP2: a run FAILED (ep_*.log)"
 grep -h "grouped_mm\|expert parallel: read" "$OUT"/ep_*.log | sort -u | head -4
+# LoRA (bf16, dropout) with evaluation and checkpoints during the run: segfaulted once on CUDA (2026-12-04, in
+# tests/e2e/sft_test.sh); the crash report prints the stack (addr2line -f -C -e build-gpu/bin/swift +offset).
+"$SWIFT" sft "${common[@]}" --train_type lora --lora_dropout 0.05 --device cuda --max_steps 6 --save_steps 3 --save_total_limit 1 \
+  --logging_steps 2 --val_dataset swift/self-cognition#4 --output_dir "$W/lora-eval" >"$OUT/lora_eval_cuda.log" 2>&1 \
+  && note "LoRA with evaluation on cuda: ok" || note "LoRA with evaluation on cuda: FAILED rc=$? (lora_eval_cuda.log)"
+grep -A 30 "swift crashed" "$OUT/lora_eval_cuda.log" | head -40
 "$SWIFT" infer --model "$W/full-cuda/checkpoint-8" --device cuda --max_new_tokens 8 \
   --val_dataset swift/self-cognition#2 --model_name Tiny Tests --model_author Tests Tests --result_path "$W/ans.jsonl" >"$OUT/infer_cuda.log" 2>&1 \
   && note "infer on cuda: ok" || note "infer on cuda: FAILED (infer_cuda.log)"

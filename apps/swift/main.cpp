@@ -1,5 +1,6 @@
 // The swift binary: picks the subcommand from an explicit table, runs its recipe, and turns errors into
-// `error:` + `hint:` lines and exit codes (2 usage/config, 3 data/IO, 4 device/distributed, 1 internal).
+// `error:` + `hint:` lines and exit codes (2 usage/config, 3 data/IO, 4 device/distributed, 1 internal; a crash
+// reports its stack and dies of its signal, core/crash_report.h).
 #include <unistd.h>
 
 #include <c10/util/Exception.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "swift/cli/flags.h"
+#include "swift/core/crash_report.h"
 #include "swift/core/error.h"
 #include "swift/distributed/launcher.h"
 #include "swift/recipes/commands.h"
@@ -102,6 +104,7 @@ int out_of_memory(const std::string& what) {
 
 int main(int argc, char** argv) {
   prefer_passive_openmp_wait(argv);
+  swift::install_crash_report();  // a crash says so, with its stack, instead of a bare "Segmentation fault"
   try {
     return run(argc, argv);
   } catch (const swift::UserError& e) {
