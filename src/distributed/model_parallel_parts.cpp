@@ -44,7 +44,9 @@ std::map<std::string, std::pair<int64_t, int64_t>> tensor_parallel_splits(const 
     for (auto& p : probe->parameters()) p.set_data(model::shape_only(p.sizes(), p.options()));
   }
   std::map<std::string, std::pair<int64_t, int64_t>> out;
-  for (const auto& s : model::apply_tensor_parallel(probe, std::make_shared<SplitOnlyComm>(tp)).sharded)
+  // Sequence parallelism splits the same parameters; a mixture-of-experts model trains only with it under TP.
+  const bool sequence_parallel = model->config().is_moe();
+  for (const auto& s : model::apply_tensor_parallel(probe, std::make_shared<SplitOnlyComm>(tp), sequence_parallel).sharded)
     out[s.name] = {s.dim, s.full_size};
   return out;
 }

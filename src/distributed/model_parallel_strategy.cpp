@@ -450,13 +450,16 @@ ParallelFootprint ModelParallel::footprint(model::CausalLM& model) const {
 
 void ModelParallel::begin_training(model::CausalLM& model) {
   (void)model;
-  if (!data_group_) return;
   std::vector<at::Tensor> dense, experts;
   for (const auto& p : trainable_) (is_expert(p) ? experts : dense).push_back(p);
-  data_sync_.emplace(*data_group_, dense, zero_.reduce_bucket_bytes);
-  if (shards_optimizer_over_replicas()) data_sync_->set_owners(dp_owners_);
-  data_sync_->broadcast_parameters();
-  if (!expert_data_group_) return;  // each rank of the EP group holds experts no other rank has
+  if (data_group_) {
+    data_sync_.emplace(*data_group_, dense, zero_.reduce_bucket_bytes);
+    if (shards_optimizer_over_replicas()) data_sync_->set_owners(dp_owners_);
+    data_sync_->broadcast_parameters();
+  }
+  // The ranks holding the same experts: across the data group, and with --tp_size above --ep_size within one replica
+  // too (TP4 x EP2 on 4 ranks has no data group but two holders of each expert). None: each rank's are its own.
+  if (!expert_data_group_) return;
   expert_sync_.emplace(*expert_data_group_, experts, zero_.reduce_bucket_bytes);
   if (shards_optimizer_over_replicas()) expert_sync_->set_owners(expert_owners_);
   expert_sync_->broadcast_parameters();

@@ -47,10 +47,6 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
                       (p.pp_size > 1 ? "--pp_size " + std::to_string(p.pp_size) : "--cp_size " + std::to_string(p.cp_size)) +
                       " is not available yet",
                   "leave " + flag + " at 0 (ms-swift's default), or train without pipeline or context parallelism");
-      // Under tensor parallelism each rank would drop over its own part of the sequence, unlike one rank.
-      SWIFT_CHECK(o.moe_expert_capacity_factor <= 0 || p.tp_size == 1, UsageError,
-                  "--moe_expert_capacity_factor with --tp_size " + std::to_string(p.tp_size) + " is not available yet",
-                  "drop --moe_expert_capacity_factor (dropless, ms-swift's default), or train without --tp_size");
     } else {
       for (const std::string& flag : train::router_flags_given(o))
         log_info(flag, " has no effect: ", c.policy->config().model_type, " has no mixture-of-experts layers");

@@ -173,6 +173,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                     "sequence through whole experts (as Megatron-Core, which requires it too)",
                 "add --sequence_parallel true (swift sft/pt; swift rlhf does not split mixture-of-experts models by "
                 "tensor parallelism yet), or drop --tp_size");
+    // Under tensor parallelism each rank would drop over its own part of the sequence, unlike one rank.
+    SWIFT_CHECK(!config.is_moe() || options.moe_expert_capacity_factor <= 0 || options.parallel.tp_size == 1, UsageError,
+                "--moe_expert_capacity_factor with --tp_size " + std::to_string(options.parallel.tp_size) +
+                    " is not available yet",
+                "drop --moe_expert_capacity_factor (dropless, ms-swift's default), or train without --tp_size");
     const std::string experts = model::expert_parallel_problem(config, static_cast<int>(options.parallel.ep_size));
     SWIFT_CHECK(experts.empty(), UsageError, "--expert_model_parallel_size " + std::to_string(options.parallel.ep_size) + ": " + experts,
                 "choose an --expert_model_parallel_size that divides the experts, or drop it");

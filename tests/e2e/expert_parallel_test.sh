@@ -14,7 +14,8 @@
 #  - with tensor parallelism (Megatron's --expert_tensor_parallel_size 1: sequence parallelism, each rank routing its
 #    own part of the sequence through whole experts): TP2, TP2 x EP2 (the EP group is the TP group), TP2 x EP2 x DP2
 #    and TP2 x EP4 (the EP group spans TP and DP) give one rank's numbers, full and LoRA, and the aux loss too; a
-#    TP2 x EP2 checkpoint resumes exactly at TP2 x EP2 and continues at one rank;
+#    TP2 x EP2 checkpoint resumes exactly at TP2 x EP2 and continues at one rank; TP4 x EP2 (two holders of each
+#    expert inside one replica) equals TP4; TP2 parts (--save_safetensors false) join into one rank's weights;
 #  - an --ep_size that does not divide the ranks of a stage, a dense model, --tp_size on a MoE model without
 #    --sequence_parallel, a capacity factor with --tp_size, ZeRO-2 and swift rlhf with --ep_size stop with exit 2
 #    before the model loads.
@@ -104,6 +105,31 @@ run tp2_ep4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" 
   --ep_size 4 --output_dir "$TMP/tp2_ep4"
 has tp2_ep4_experts "(this rank: experts 0-0 of 4)" err
 compare tp2_ep4 "$TMP/one4" "$TMP/tp2_ep4"
+# TP4 x EP2 on 4 ranks: no data group, but each expert on two ranks of the replica, their gradients summed; it gives
+# TP4's numbers (TP4 alone differs from one rank by 2e-5 in the grad norm: the replicated KV heads' summation order).
+run tp4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --tp_size 4 --sequence_parallel true \
+  --per_device_train_batch_size 2 --output_dir "$TMP/tp4"
+run tp4_ep2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --tp_size 4 --sequence_parallel true \
+  --ep_size 2 --per_device_train_batch_size 2 --output_dir "$TMP/tp4_ep2"
+has tp4_ep2_sum "their gradients summed over the 2 ranks holding the same experts" err
+compare tp4_ep2 "$TMP/tp4" "$TMP/tp4_ep2"
+# Each TP rank's part of a MoE model (--save_safetensors false, without EP) joins into one rank's checkpoint (the
+# same schedule: 4 steps, checkpoint-2 compared).
+run parts_one 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 2 --max_steps 4 --save_steps 2 \
+  --output_dir "$TMP/parts_one"
+run parts_tp2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" "${sp[@]}" --per_device_train_batch_size 2 \
+  --max_steps 4 --save_steps 2 --save_safetensors false --output_dir "$TMP/parts_tp2"
+test -s "$TMP/parts_tp2/checkpoint-2/mp_rank_01_000.safetensors" && ok || bad "parts_tp2: no part of TP rank 1"
+run parts_to_hf 0 "$SWIFT" export --model "$TMP/parts_tp2/checkpoint-2" --to_hf true --output_dir "$TMP/parts_hf"
+"$PY" - "$TMP/parts_one/checkpoint-2/model.safetensors" "$TMP/parts_hf/model.safetensors" <<'P' && ok || bad "parts_to_hf: not one rank's weights"
+import sys
+from safetensors.numpy import load_file
+a, b = load_file(sys.argv[1]), load_file(sys.argv[2])
+assert a.keys() == b.keys(), sorted(set(a) ^ set(b))[:5]
+diff = max(float(abs(a[k].astype("float64") - b[k]).max()) for k in a)
+assert diff < 1e-5, diff
+P
+run to_mcore_moe 0 "$SWIFT" export --model "$TMP/moe" --to_mcore true --tp_size 2 --output_dir "$TMP/moe_mcore"
 
 # Evaluation: 8 held-out rows in batches of 3 per rank (a short last round; every rank joins every exchange) give
 # one rank's eval_loss.

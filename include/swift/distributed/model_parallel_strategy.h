@@ -6,9 +6,10 @@
 // so a TP group stays within a node and the stages of a pipeline are the farthest apart. The ranks of one replica
 // (its TP x CP x PP ranks) train on the same samples; each holds a slice of every large weight of its stage's layers
 // and (CP) its share of every row. Expert parallelism (--ep_size, model/expert_parallel.h) splits the experts of the
-// mixture-of-experts layers over --ep_size consecutive ranks of the data group (DP x CP, as Megatron folds CP into
-// the experts' data parallelism): they train on different samples and send each other tokens; the ranks holding the
-// same experts (the expert data group, data group / ep) sum those experts' gradients.
+// mixture-of-experts layers over --ep_size consecutive ranks of a stage, across TP, CP and DP (Megatron's layout with
+// expert tensor parallel size 1; under TP each rank routes its part of the sequence, model/tensor_parallel.h): they
+// hold different tokens and send them to each other; the ranks holding the same experts (the expert data group,
+// stage ranks / ep) sum those experts' gradients.
 //   placement_plan / assign_ownership: each stage keeps its own layers (the first also the embedding, the last the
 //     final norm and the head, and with tied embeddings its copy of the embedding); with TP they are read only
 //     after the split, each rank its own slices (model::read_deferred_weights), so no rank holds a whole weight;
@@ -19,7 +20,8 @@
 //     data-parallel rank; its CP ranks each count their own share of the tokens); the logged metrics come from the
 //     last stage, which computes the loss;
 //   finish_gradients: every gradient summed over the data group (DP x CP: Megatron's dp_cp group), the experts' over
-//     the expert data group, q_norm/k_norm's partial ones over TP, the tied embedding's over its first and last stage;
+//     the expert data group, the partial ones over TP (q_norm/k_norm, the norms under sequence parallelism, the
+//     sparse layers under TP), the tied embedding's over its first and last stage;
 //   clip_gradients: the norm of the whole model (split gradients' squares summed over TP and EP, then every stage's);
 //   begin_save / end_save: the split parameters gathered whole within each stage, every stage's sent to rank 0;
 //   save_model_part (--save_safetensors false): instead, each TP rank of each stage writes its own slices (not with
@@ -47,7 +49,7 @@ std::shared_ptr<model::TensorParallelComm> tensor_parallel_comm(ProcessGroup& gr
 
 struct ModelParallelSizes {
   int tp = 1, pp = 1, cp = 1;
-  int ep = 1;  // ranks of the data group splitting the experts (consecutive; tp must be 1)
+  int ep = 1;  // consecutive ranks of a stage splitting the experts (across tp, cp and dp)
   bool sequence_parallel = false;  // Megatron's: activations between the TP-split layers cut along the sequence
   // How a context-parallel rank reaches the others' keys: ring attention, or Ulysses where the heads (after tensor
   // parallelism) divide by cp (ring otherwise).

@@ -42,12 +42,12 @@ struct ParallelOptions {
   // data-parallel replica's ranks shard the AdamW state of their parameters (ZeRO-1). Default: on, as ms-swift's
   // Megatron arguments.
   bool distributed_optimizer = true;
-  // Megatron's --expert_model_parallel_size / --ep_size: ranks of the data-parallel group (x context parallel) that
-  // split each mixture-of-experts layer's experts and send tokens between them. Default: 1.
+  // Megatron's --expert_model_parallel_size / --ep_size: consecutive ranks of a pipeline stage (across TP, CP and DP)
+  // that split each mixture-of-experts layer's experts and send tokens between them. Default: 1.
   int64_t ep_size = 1;
   // Ranks that share their samples (tp x cp x pp); the world size over it is the data-parallel size.
   int64_t model_parallel_size() const { return tp_size * cp_size * pp_size; }
-  // Whether any weight is split over ranks (model parallelism, or expert parallelism within the data-parallel group).
+  // Whether any weight is split over ranks (model parallelism, or expert parallelism).
   bool splits_model() const { return model_parallel_size() > 1 || ep_size > 1; }
 };
 

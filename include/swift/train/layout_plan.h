@@ -6,9 +6,9 @@
 //   - tensor parallelism first, and only within a node (it exchanges activations in every layer);
 //   - then pipeline stages, which may span nodes (they exchange one activation per micro-batch and stage);
 //   - context parallelism last, when long rows' activations are what does not fit;
-//   - a mixture-of-experts model's experts split over the data-parallel ranks (expert parallelism, within DP x CP:
-//     it adds no rank per model copy, but sends the tokens to their experts in every sparse layer), the smallest
-//     split that fits; its layers are not split by TP.
+//   - a mixture-of-experts model's experts split over the ranks of a stage (expert parallelism across TP, CP and
+//     DP, Megatron's expert tensor parallel size 1: it adds no rank per model copy, but sends the tokens to their
+//     experts in every sparse layer), the smallest split that fits; TP splits its dense part, not the experts.
 // The estimate is train/memory_estimate.h's, per rank: the busiest stage's weights (the first stage's embedding,
 // the last's head) over TP and its experts over EP, gradients, the AdamW state over the data group (the distributed
 // optimizer), and the activations of up to PP micro-batches in flight (1F1B's first stage) of its layers for its
@@ -44,7 +44,7 @@ struct LayoutPlanInputs {
 
 struct LayoutOption {
   int tp = 1, cp = 1, pp = 1, dp = 1;
-  int ep = 1;  // of the dp x cp ranks, those splitting the experts
+  int ep = 1;  // of the tp x cp x dp ranks of a stage, those splitting the experts
   MemoryEstimate per_rank;  // the busiest rank's
   bool fits = false;
 };
@@ -52,7 +52,7 @@ struct LayoutOption {
 // Every layout the GPUs and the model allow (TP a divisor of the GPUs per node that the heads, MLP width and
 // vocabulary divide; PP at most the layers; CP a power of two that leaves each rank at least 2 tokens of a row), in
 // order of preference: fewer ranks per model copy first, then less CP, then fewer stages (more TP), then (a
-// mixture-of-experts model: EP a divisor of the experts and of DP x CP) a smaller expert split.
+// mixture-of-experts model: EP a divisor of the experts and of TP x CP x DP) a smaller expert split.
 std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in);
 
 // The first option that fits; nullopt when none does.
