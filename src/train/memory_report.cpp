@@ -1,6 +1,8 @@
 // The memory estimate, logged (see memory_report.h).
 #include "swift/train/memory_report.h"
 
+#include <algorithm>
+
 #include "swift/core/logging.h"
 #include "swift/core/memory.h"
 #include "swift/model/param_sharding.h"
@@ -55,10 +57,13 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   const c10::Device device = model->device();
   in.gpu = device.is_cuda();
   in.gradient_checkpointing = r.gradient_checkpointing;
-  if (r.optimizer) {  // its own parameters (this rank's under ZeRO) against AdamW's two moments of each
-    int64_t own_bytes = 0;
-    for (const auto& p : r.optimizer->parameters()) own_bytes += p.numel() * static_cast<int64_t>(p.element_size());
-    if (own_bytes > 0) in.optimizer_state_ratio = static_cast<double>(r.optimizer->planned_state_bytes()) / (2.0 * static_cast<double>(own_bytes));
+  if (r.optimizer) {
+    // The optimizer holds this rank's own parameters (its share under ZeRO and the distributed optimizer, whose
+    // experts' share is over the ranks holding them, not the data group): the ratio makes estimate_memory's division
+    // by the group give exactly its planned state, whatever the split and the state's dtype.
+    const double planned = static_cast<double>(r.optimizer->planned_state_bytes());
+    const double divided = in.zero_stage >= 1 ? std::max(1.0, static_cast<double>(in.world_size)) : 1.0;
+    if (in.trainable_bytes > 0) in.optimizer_state_ratio = planned * divided / (2.0 * static_cast<double>(in.trainable_bytes));
     in.optimizer_name = r.optimizer->describe().substr(0, r.optimizer->describe().find(" ("));
   }
   const double available = available_memory_bytes(device.is_cuda() ? device.index() : -1, r.parallel.local_world_size());

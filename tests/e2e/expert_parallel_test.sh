@@ -76,6 +76,15 @@ run one4 0 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch
 run ep4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 --ep_size 4 \
   --output_dir "$TMP/ep4"
 has ep4_experts "(this rank: experts 0-0 of 4)" err
+# The estimate before the first step takes the AdamW state from this rank's optimizer (the dense part's share over
+# the data group, its own expert whole): rank 0's parameters + gradients + AdamW as measured after the step.
+"$PY" - "$TMP/err" <<'P' && ok || bad "ep4: the memory estimate is not rank 0's measured state"
+import re, sys
+log = open(sys.argv[1]).read()
+w, g, a = (float(x) for x in re.search(r"estimate\): weights ([\d.]+) MiB, gradients ([\d.]+) MiB, AdamW state ([\d.]+) MiB", log).groups())
+held = float(re.search(r"holds after the first step \(parameters \+ gradients \+ AdamW state\) per rank: ([\d.]+) MiB", log).group(1))
+assert abs(w + g + a - held) <= 0.02 * held, (w, g, a, held)
+P
 compare ep4 "$TMP/one4" "$TMP/ep4"
 run ep2_dp4 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --per_device_train_batch_size 1 \
   --ep_size 2 --output_dir "$TMP/ep2_dp4"
