@@ -269,7 +269,7 @@ has tp3 "--tp_size 3 x --pp_size 1 (3) does not divide the 2 ranks" err
 run dp_mismatch 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 --output_dir "$TMP/x2"
 has dp_mismatch "--dp_size 2 x --tp_size 2 x --pp_size 1 is not the 2 ranks started" err
 run ep2 2 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --ep_size 2 --output_dir "$TMP/x3"
-has ep2 "--expert_model_parallel_size 2 does not divide the 1 data-parallel ranks" err
+has ep2 "--expert_model_parallel_size 2 does not divide the 1 ranks of a pipeline stage" err
 "$PY" - "$TMP/qwen3/config.json" "$TMP/heads3/config.json" <<'P'
 import json, os, sys
 c = json.load(open(sys.argv[1])); c["num_attention_heads"] = 6; c["num_key_value_heads"] = 3
