@@ -134,11 +134,11 @@ at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
   // As transformers: the softmax in fp32, the top-k probabilities (renormalised where the config says) back in the
   // logits' dtype.
   const at::Tensor logits = gate(x);
-  if (router_log && tp_comm) {  // [B, T / tp, E] gathered to [B, T, E]
-    const at::Tensor part = logits.reshape({input.size(0), input.size(1), logits.size(-1)});
-    router_log->push_back(gather_sequence_for_replicated_use(part, *tp_comm).reshape({-1, logits.size(-1)}));
-  } else if (router_log) {
-    router_log->push_back(logits);
+  if (router_log) {  // under TP this rank's [B, T / tp, E] gathered to the whole rows' [B, T, E]
+    const int64_t experts = logits.size(-1);
+    router_log->push_back(tp_comm ? gather_sequence_for_replicated_use(logits.view({input.size(0), input.size(1), experts}),
+                                                                       *tp_comm).view({-1, experts})
+                                  : logits);
   }
   const auto [top, chosen] = route_top_k(logits, top_k_, norm_topk_prob_);
   const int64_t num_experts = logits.size(-1);

@@ -148,10 +148,9 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
 
 TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<TensorParallelComm> comm,
                                           bool sequence_parallel) {
-  SWIFT_CHECK(!model->config().is_moe() || sequence_parallel, UsageError,
-              "tensor parallelism of a mixture-of-experts model (" + model->config().model_type +
-                  ") needs sequence parallelism: each rank routes its own part of the sequence through whole experts",
-              "add --sequence_parallel true (Megatron-Core requires it too)");
+  // Each rank routes its own part of the sequence through whole experts; run_training says so before loading.
+  SWIFT_ASSERT(!model->config().is_moe() || sequence_parallel,
+               "tensor parallelism of a mixture-of-experts model runs with sequence parallelism");
   const std::string problem = tensor_parallel_problem(model->config(), comm->size());
   SWIFT_CHECK(problem.empty(), UsageError, "tensor parallelism: " + problem, "choose a --tp_size that divides it");
   TensorParallelSplit out;
