@@ -43,6 +43,8 @@ data::Batch context_parallel_batch(const data::Batch& batch, int rank, int size,
                                : at::arange(padded, batch.input_ids.options()).unsqueeze(0).expand({B, padded}),
                            0);
   if (batch.segment_ids.defined()) out.segment_ids = share(batch.segment_ids, -1);
+  out.margins = batch.margins;  // of whole rows (rlhf's pairs): every rank of the group has them
+  out.desirable = batch.desirable;
   out.labels_shifted = true;
   out.label_tokens = out.labels.ne(-100).sum().item<int64_t>();
   return out;

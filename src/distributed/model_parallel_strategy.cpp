@@ -206,33 +206,41 @@ void ModelParallel::enter_chunk(int chunk) {
 
 model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string>& removed) {
   (void)removed;
+  return own_part_plan(/*frozen=*/false);
+}
+
+model::PlacementPlan ModelParallel::frozen_placement_plan() { return own_part_plan(/*frozen=*/true); }
+
+model::PlacementPlan ModelParallel::own_part_plan(bool frozen) {
   if (sizes_.pp == 1 && sizes_.tp == 1 && sizes_.ep == 1) return nullptr;
   // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's). With tensor
-  // parallelism a stage's are read after the split (assign_ownership), each rank its slices only; with expert
-  // parallelism its experts likewise.
+  // parallelism a stage's are read after the split (assign_ownership, split_frozen_model), each rank its slices
+  // only; with expert parallelism its experts likewise.
   const auto own = [this](const std::string& name) {
     const bool split_later = sizes_.tp > 1 || (sizes_.ep > 1 && model::is_expert_parameter(name));
     return split_later ? model::Placement::kDeferred : model::Placement::kDevice;
   };
-  return [this, own](const std::vector<model::ParameterInfo>& infos) {
+  return [this, own, frozen](const std::vector<model::ParameterInfo>& infos) {
     if (sizes_.pp > 1) {
       std::vector<std::string> names;
       for (const auto& info : infos) names.push_back(info.name);
-      layer_begin_ = pipeline_layer_split(decoder_layers_among(names), sizes_.pp * sizes_.virtual_stages,
-                                          sizes_.first_stage_layers, sizes_.last_stage_layers);
-      tied_embedding_ = std::none_of(names.begin(), names.end(),  // no LM head (or score head) of its own
+      const int64_t layers = decoder_layers_among(names);
+      const bool tied = std::none_of(names.begin(), names.end(),  // no LM head (or score head) of its own
                                      [](const std::string& n) { return model::parameter_place(n).output_layer; });
+      if (!frozen) {  // the policy's checkpoint sets the split
+        layer_begin_ = pipeline_layer_split(layers, sizes_.pp * sizes_.virtual_stages, sizes_.first_stage_layers,
+                                            sizes_.last_stage_layers);
+        tied_embedding_ = tied;
+      }
+      SWIFT_CHECK(layers == layer_begin_.back() && tied == tied_embedding_, UsageError,
+                  "under --pp_size " + std::to_string(sizes_.pp) + " a reference model is split over the policy's stages, but it has " +
+                      std::to_string(layers) + " layers" + (tied ? " and a tied head" : "") + " where the policy has " +
+                      std::to_string(layer_begin_.back()) + (tied_embedding_ ? " and a tied head" : ""),
+                  "give a --ref_model of the policy's architecture, or train without --pp_size");
     }
     std::vector<model::Placement> where;
     for (const auto& info : infos) where.push_back(holds(info.name) ? own(info.name) : model::Placement::kElsewhere);
     return where;
-  };
-}
-
-model::PlacementPlan ModelParallel::frozen_placement_plan() {
-  if (sizes_.tp == 1) return nullptr;
-  return [](const std::vector<model::ParameterInfo>& infos) {
-    return std::vector<model::Placement>(infos.size(), model::Placement::kDeferred);
   };
 }
 
@@ -334,11 +342,21 @@ void ModelParallel::split_sequences(model::CausalLM& model) {
 }
 
 void ModelParallel::split_frozen_model(model::CausalLM& model) {
-  SWIFT_ASSERT(sizes_.pp == 1 && sizes_.cp == 1 && !sizes_.sequence_parallel,
-               "a frozen model beside the policy is split by tensor parallelism alone");
-  if (!tp_group_) return;
-  const model::TensorParallelSplit split = model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_));
-  read_own_slices(model, split.sharded, {});
+  SWIFT_ASSERT(sizes_.cp == 1, "a frozen model beside the policy is not split over a context-parallel group");
+  if (stage_) {  // this stage's layers (the placement plan read no others), run through the policy's PipelineStage
+    at::NoGradGuard no_grad;
+    for (auto& item : model->named_parameters())
+      if (!holds(item.key()) && model::holds_values(item.value()))
+        item.value().set_data(model::shape_only(item.value().sizes(), item.value().options()));
+    model->set_pipeline_stage(stage_);
+  }
+  // Its sparse layers send tokens over the policy's groups, in the same order on every rank: each pass of the
+  // frozen model runs on all of them alike (train::run_frozen_passes).
+  std::vector<model::ShardedParameter> tensor_split, expert_split;
+  if (tp_group_)
+    tensor_split = model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_), sizes_.sequence_parallel).sharded;
+  if (ep_group_) expert_split = model::apply_expert_parallel(model, std::make_shared<ExpertGroupComm>(*ep_group_));
+  if (tp_group_ || ep_group_) read_own_slices(model, tensor_split, expert_split);
 }
 
 void ModelParallel::assign_ownership(model::CausalLM& model) {

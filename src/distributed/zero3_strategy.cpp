@@ -190,8 +190,8 @@ void Zero3Strategy::end_training() {
            "most, per rank: ", bytes_per_rank(peaks, 0, peaks.size()));
 }
 
-void Zero3Strategy::begin_evaluation() { sharding_->gather(outer_params_); }
-void Zero3Strategy::end_evaluation() { sharding_->release(outer_params_); }
+void Zero3Strategy::begin_forward_only() { sharding_->gather(outer_params_); }
+void Zero3Strategy::end_forward_only() { sharding_->release(outer_params_); }
 
 // Rank 0's copy in RAM, one decoder layer (or one outer parameter) at a time: every parameter of a full model, the
 // trainable ones (the adapter, --modules_to_save) for LoRA.

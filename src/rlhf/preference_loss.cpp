@@ -14,17 +14,18 @@ namespace swift::rlhf {
 
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         bool with_logit_means, train::VocabSplit split) {
+                                         bool with_logit_means, train::VocabSplit split, bool labels_shifted) {
   const int64_t R = hidden.size(0), T = hidden.size(1);
-  auto shift_labels = labels.narrow(1, 1, T - 1).to(hidden.device());
-  auto mask = shift_labels.ne(-100);                                         // [R, T-1]
-  auto selected = hidden.narrow(1, 0, T - 1).index({mask});                 // [N, C]
+  const int64_t P = labels_shifted ? T : T - 1;  // the positions that predict a label
+  auto shift_labels = (labels_shifted ? labels : labels.narrow(1, 1, T - 1)).to(hidden.device());
+  auto mask = shift_labels.ne(-100);                                         // [R, P]
+  auto selected = hidden.narrow(1, 0, P).index({mask});                     // [N, C]
   auto targets = shift_labels.index({mask});                                // [N]
   auto logits = lm_head(selected).to(at::kFloat);                           // [N, V]
   auto token_logps = split.comm ? -model::vocab_parallel_cross_entropy(logits, targets, split.vocab_start, *split.comm)
                                 : -at::cross_entropy_loss(logits, targets, /*weight=*/{}, at::Reduction::None, -100);
   const int64_t vocab = logits.size(-1) * (split.comm ? split.comm->size() : 1);
-  auto rows = at::arange(R, mask.options().dtype(at::kLong)).unsqueeze(1).expand({R, T - 1}).index({mask});
+  auto rows = at::arange(R, mask.options().dtype(at::kLong)).unsqueeze(1).expand({R, P}).index({mask});
   SequenceLogps out;
   out.logps = at::zeros({R}, token_logps.options()).index_add(0, rows, token_logps);
   torch::NoGradGuard no_grad;

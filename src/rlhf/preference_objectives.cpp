@@ -4,6 +4,10 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <deque>
+
+#include "swift/core/error.h"
+#include "swift/model/param_sharding.h"
 #include "swift/tuners/lora.h"
 
 namespace swift::rlhf {
@@ -19,21 +23,51 @@ train::MicroBatchResult result_of(const rlhf::PreferenceOutput& out) {
 // Under tensor parallelism the logits are this rank's slice of the vocabulary.
 train::VocabSplit vocab_split(const model::CausalLM& m) { return {m->tensor_parallel(), m->vocab_start()}; }
 
-rlhf::SequenceLogps score(model::CausalLM& m, const model::ForwardArgs& args, const at::Tensor& labels,
-                           bool with_logit_means = false) {
-  return rlhf::sequence_logps_from_hidden(m->forward_hidden(args), labels,
-                                           [&](const at::Tensor& h) { return m->logits(h); }, with_logit_means,
-                                           vocab_split(m));
+// `labels` are the batch's (or rows of them): shifted where the strategy padded the rows (sequence parallelism).
+rlhf::SequenceLogps score_hidden(model::CausalLM& m, const at::Tensor& hidden, const at::Tensor& labels,
+                                 const data::Batch& batch, bool with_logit_means = false) {
+  return rlhf::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return m->logits(h); },
+                                           with_logit_means, vocab_split(m), batch.labels_shifted);
 }
 
-// The reference's log-probabilities (call without gradients): the loaded reference model, or the policy with its
-// adapters off.
-rlhf::SequenceLogps reference_logps(model::CausalLM& reference, model::CausalLM& policy,
-                                     const model::ForwardArgs& args, const at::Tensor& labels) {
-  if (reference) return score(reference, args, labels);
-  tuners::AdaptersDisabled base(policy);
-  return score(policy, args, labels);
-}
+// The frozen reference of DPO and KTO: the loaded reference model, or the policy with its adapters off. Its passes
+// run without gradients before the policy's (train::run_frozen_passes), so that under pipeline parallelism they go
+// through every stage; the last stage keeps each micro-batch's log-probabilities until compute() reads them.
+class Reference {
+ public:
+  explicit Reference(model::CausalLM loaded) : loaded_(std::move(loaded)) {}
+  int64_t weight_bytes() const {
+    int64_t bytes = 0;  // 0 for none; under pipeline parallelism this stage's share
+    if (loaded_)
+      for (const auto& p : loaded_->parameters()) bytes += static_cast<int64_t>(model::holds_values(p) ? p.nbytes() : 0);
+    return bytes;
+  }
+  at::Tensor hidden(model::CausalLM& policy, const model::ForwardArgs& args) {
+    if (loaded_) return loaded_->forward_hidden(args);
+    tuners::AdaptersDisabled base(policy);
+    return policy->forward_hidden(args);
+  }
+  void keep(model::CausalLM& policy, const at::Tensor& hidden, const data::Batch& batch) {
+    const at::Tensor labels = batch.labels.to(policy->device());
+    if (loaded_) {
+      kept_.push_back(score_hidden(loaded_, hidden, labels, batch));
+      return;
+    }
+    tuners::AdaptersDisabled base(policy);  // an adapted head too
+    kept_.push_back(score_hidden(policy, hidden, labels, batch));
+  }
+  // The oldest kept micro-batch's (micro-batches are computed in the order their frozen passes ran).
+  rlhf::SequenceLogps next() {
+    SWIFT_ASSERT(!kept_.empty(), "the reference's pass runs before the policy's (train::run_frozen_passes)");
+    rlhf::SequenceLogps out = std::move(kept_.front());
+    kept_.pop_front();
+    return out;
+  }
+
+ private:
+  model::CausalLM loaded_;
+  std::deque<rlhf::SequenceLogps> kept_;
+};
 
 // Rows [start, start + n) of per-row log-probabilities.
 rlhf::SequenceLogps rows_of(const rlhf::SequenceLogps& s, int64_t start, int64_t n) {
@@ -43,14 +77,6 @@ rlhf::SequenceLogps rows_of(const rlhf::SequenceLogps& s, int64_t start, int64_t
   if (s.logit_means.defined()) out.logit_means = s.logit_means.narrow(0, start, n);
   out.vocab_size = s.vocab_size;
   return out;
-}
-
-// The bytes of a loaded reference model's parameters (0 for none: the policy with its adapters off).
-int64_t weight_bytes(const model::CausalLM& m) {
-  int64_t bytes = 0;
-  if (m)
-    for (const auto& p : m->parameters()) bytes += p.numel() * static_cast<int64_t>(p.element_size());
-  return bytes;
 }
 
 // Objectives on pairs: [chosen..., rejected...] in one batch, the loss a mean over each micro-batch's pairs.
@@ -68,7 +94,7 @@ class PairObjective : public PairBatchObjective {
   PairObjective(rlhf::PreferenceConfig config, model::CausalLM reference)
       : config_(std::move(config)), reference_(std::move(reference)) {}
 
-  int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
+  int64_t extra_weight_bytes() const override { return reference_.weight_bytes(); }
 
   std::vector<std::string> metric_names() const override {
     std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
@@ -81,39 +107,56 @@ class PairObjective : public PairBatchObjective {
     return names;
   }
 
+  // DPO's reference pass (CPO, SimPO and ORPO have none).
+  int frozen_passes() const override { return config_.needs_reference() ? 1 : 0; }
+  at::Tensor frozen_hidden(int, model::CausalLM& policy, const data::Batch& batch) override {
+    return reference_.hidden(policy, inputs(policy, batch));
+  }
+  void keep_frozen(int, model::CausalLM& policy, const data::Batch& batch, const at::Tensor& hidden) override {
+    reference_.keep(policy, hidden, batch);
+  }
+  at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch) override {
+    return policy->forward_hidden(inputs(policy, batch));
+  }
+
   train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     const bool all_positions = config_.needs_position_logit_means();
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.to(policy->device());
-    const at::Tensor labels = batch.labels.to(policy->device());  // once for the policy and the reference
-    // Right padding: causal attention alone keeps real tokens from seeing pads. CPO and ORPO log the logits at
-    // every position, pads included, so there the pads attend as in transformers (masked).
-    if (all_positions) {
-      args.attention_mask = batch.attention_mask.to(policy->device());
-      // Positions count on through the pads, as transformers numbers them without position_ids.
-      args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
-    }
-    const at::Tensor hidden = policy->forward_hidden(args);
+    const at::Tensor labels = batch.labels.to(policy->device());
+    const at::Tensor hidden = policy->forward_hidden(inputs(policy, batch));
     // DPO logs the logits' mean over the scored positions; CPO and ORPO over every position (below).
-    const auto policy_logps = rlhf::sequence_logps_from_hidden(
-        hidden, labels, [&](const at::Tensor& h) { return policy->logits(h); }, !all_positions, vocab_split(policy));
+    const auto policy_logps = score_hidden(policy, hidden, labels, batch, !all_positions);
     at::Tensor position_means;
-    std::optional<rlhf::SequenceLogps> reference;
-    {
+    if (all_positions) {  // over the collated columns: the longest row's, not any the strategy padded on
       torch::NoGradGuard no_grad;
-      if (all_positions) position_means = policy->vocab_mean_logits(hidden.detach());
-      if (config_.needs_reference()) reference = reference_logps(reference_, policy, args, labels);
+      const int64_t columns = batch.attention_mask.sum(1).max().item<int64_t>();
+      position_means = policy->vocab_mean_logits(hidden.detach().narrow(1, 0, columns));
     }
+    std::optional<rlhf::SequenceLogps> reference;
+    if (config_.needs_reference()) reference = reference_.next();
     return result_of(rlhf::preference_loss(config_, policy_logps, reference ? &*reference : nullptr, position_means));
   }
 
  private:
+  // The model inputs of a pair batch, the same for the policy and the reference. Right padding: causal attention
+  // alone keeps real tokens from seeing pads. CPO and ORPO log the logits at every position, pads included, so there
+  // the pads attend as in transformers (masked), their positions counting on through the pads as transformers
+  // numbers them without position_ids.
+  model::ForwardArgs inputs(const model::CausalLM& policy, const data::Batch& batch) const {
+    model::ForwardArgs args;
+    args.input_ids = batch.input_ids.to(policy->device());
+    if (config_.needs_position_logit_means()) {
+      args.attention_mask = batch.attention_mask.to(policy->device());
+      args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
+    }
+    return args;
+  }
+
   rlhf::PreferenceConfig config_;
-  model::CausalLM reference_;
+  Reference reference_;
 };
 
 // Rows 0..B-1 are the labelled replies, B..2B-1 (loss_type kto) their KL rows. Only the replies' pass keeps
-// gradients; the policy's KL pass and the reference (one pass over all rows) run without.
+// gradients; the reference (one pass over all rows) and the policy's pass over the KL rows are frozen passes.
 class KtoObjective : public train::TrainingObjective {
  public:
   KtoObjective(rlhf::PreferenceConfig config, model::CausalLM reference)
@@ -123,7 +166,7 @@ class KtoObjective : public train::TrainingObjective {
     return config_.needs_kl_rows() ? data::collate_pairs(items, pad_id) : data::collate_labelled(items, pad_id);
   }
   double units(const data::Batch&) const override { return 1.0; }
-  int64_t extra_weight_bytes() const override { return weight_bytes(reference_); }
+  int64_t extra_weight_bytes() const override { return reference_.weight_bytes(); }
 
   // rewards/margins is derived from the window's averages (derive_metrics), as TRL's log().
   std::vector<std::string> metric_names() const override {
@@ -145,36 +188,52 @@ class KtoObjective : public train::TrainingObjective {
       values.insert(values.begin() + static_cast<std::ptrdiff_t>(after), {"rewards/margins", *chosen - *rejected});
   }
 
-  train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    const bool kl_rows = config_.needs_kl_rows();
-    const int64_t B = kl_rows ? batch.input_ids.size(0) / 2 : batch.input_ids.size(0);
-    model::ForwardArgs all;
-    all.input_ids = batch.input_ids.to(policy->device());
+  static constexpr int kReferencePass = 0, kPolicyKlPass = 1;
+  int frozen_passes() const override { return config_.needs_kl_rows() ? 2 : 1; }
+  at::Tensor frozen_hidden(int pass, model::CausalLM& policy, const data::Batch& batch) override {
+    if (pass == kReferencePass) return reference_.hidden(policy, rows(policy, batch, 0, batch.input_ids.size(0)));
+    return policy->forward_hidden(rows(policy, batch, replies(batch), replies(batch)));
+  }
+  void keep_frozen(int pass, model::CausalLM& policy, const data::Batch& batch, const at::Tensor& hidden) override {
     const at::Tensor labels = batch.labels.to(policy->device());
-    const auto rows = [&](int64_t start) {
-      model::ForwardArgs args;
-      args.input_ids = all.input_ids.narrow(0, start, B);
-      return args;
-    };
-    const auto policy_logps = score(policy, rows(0), labels.narrow(0, 0, B), /*with_logit_means=*/true);
+    if (pass == kReferencePass) reference_.keep(policy, hidden, batch);
+    else policy_kl_.push_back(score_hidden(policy, hidden, labels.narrow(0, replies(batch), replies(batch)), batch));
+  }
+  at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch) override {
+    return policy->forward_hidden(rows(policy, batch, 0, replies(batch)));
+  }
+
+  train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
+    const int64_t B = replies(batch);
+    const at::Tensor labels = batch.labels.to(policy->device()).narrow(0, 0, B);
+    const at::Tensor hidden = policy->forward_hidden(rows(policy, batch, 0, B));
+    const auto policy_logps = score_hidden(policy, hidden, labels, batch, /*with_logit_means=*/true);
+    const rlhf::SequenceLogps reference_all = reference_.next();
+    const rlhf::SequenceLogps reference = rows_of(reference_all, 0, B);
     std::optional<rlhf::SequenceLogps> policy_kl, reference_kl;
-    rlhf::SequenceLogps reference;
-    {
-      torch::NoGradGuard no_grad;
-      const auto reference_all = reference_logps(reference_, policy, all, labels);
-      reference = rows_of(reference_all, 0, B);
-      if (kl_rows) {
-        policy_kl = score(policy, rows(B), labels.narrow(0, B, B));
-        reference_kl = rows_of(reference_all, B, B);
-      }
+    if (config_.needs_kl_rows()) {
+      SWIFT_ASSERT(!policy_kl_.empty(), "the policy's pass over the KL rows runs before compute()");
+      policy_kl = std::move(policy_kl_.front());
+      policy_kl_.pop_front();
+      reference_kl = rows_of(reference_all, B, B);
     }
     return result_of(rlhf::kto_loss(config_, policy_logps, reference, policy_kl ? &*policy_kl : nullptr,
                                      reference_kl ? &*reference_kl : nullptr, batch.desirable));
   }
 
  private:
+  int64_t replies(const data::Batch& batch) const {
+    return config_.needs_kl_rows() ? batch.input_ids.size(0) / 2 : batch.input_ids.size(0);
+  }
+  static model::ForwardArgs rows(const model::CausalLM& policy, const data::Batch& batch, int64_t start, int64_t n) {
+    model::ForwardArgs args;
+    args.input_ids = batch.input_ids.narrow(0, start, n).to(policy->device());
+    return args;
+  }
+
   rlhf::PreferenceConfig config_;
-  model::CausalLM reference_;
+  Reference reference_;
+  std::deque<rlhf::SequenceLogps> policy_kl_;
 };
 
 class RewardModelObjective : public PairBatchObjective {

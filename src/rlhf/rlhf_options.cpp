@@ -95,20 +95,18 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
-  // Tensor parallelism splits the policy and the reference alike (log-probabilities over the split vocabulary; a
-  // reward model's one-output score head stays whole);
-  // the other splits cut what a pair's log-probability needs whole (the rows, the layers on one rank).
+  // Tensor, pipeline and expert parallelism split the policy and the reference alike (log-probabilities over the
+  // split vocabulary, the reference's passes through every stage before the policy's, its experts over the same
+  // group); context parallelism would cut the rows a pair's log-probability is summed over.
   const distributed::ParallelOptions& parallel = o.training.parallel;
-  problems.check(parallel.pp_size == 1 && parallel.cp_size == 1,
-                 "swift rlhf with --pp_size " + std::to_string(parallel.pp_size) + " / --cp_size " +
-                     std::to_string(parallel.cp_size) +
-                     " is not available yet (a pair's log-probabilities are computed on whole rows by the whole model)",
-                 "split the model with --tp_size (tensor parallelism), or use data parallelism (--deepspeed zero3)");
-  problems.check(parallel.ep_size == 1,
-                 "swift rlhf with --expert_model_parallel_size " + std::to_string(parallel.ep_size) + " is not available yet",
-                 "train the mixture-of-experts model with data parallelism (--deepspeed zero3 shards it) or --pp_size with swift sft");
-  problems.check(!parallel.sequence_parallel, "swift rlhf with --sequence_parallel is not available yet",
-                 "drop --sequence_parallel (--tp_size alone splits the model)");
+  problems.check(parallel.cp_size == 1,
+                 "swift rlhf with --cp_size " + std::to_string(parallel.cp_size) +
+                     " is not available yet (a pair's log-probabilities are summed over whole rows)",
+                 "split the model with --tp_size or --pp_size, or use data parallelism (--deepspeed zero3)");
+  // Under sequence parallelism a reward model's whole score head would receive its gradient once per rank.
+  problems.check(!(o.reward_model() && parallel.sequence_parallel),
+                 "swift rlhf --rlhf_type rm with --sequence_parallel is not available yet",
+                 "drop --sequence_parallel (--tp_size alone splits a dense reward model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
   // Pairs (labelled replies for kto), scored on the last reply unless said otherwise (orpo: every reply).

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "swift/model/autocast.h"
-#include "swift/train/causal_lm_objective.h"
 #include "swift/train/metric_window.h"
 
 namespace swift::train {
@@ -37,7 +36,7 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
     }
     at::Tensor stage_output(size_t) override {
       model::AutocastScope scope(model_->device().type(), autocast_);
-      return model_->forward_hidden(forward_args(batch_, model_->device()));
+      return objective_.stage_output(model_, batch_);
     }
     at::Tensor metrics;  // undefined on a pipeline stage before the last
 
@@ -47,18 +46,19 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
     const data::Batch& batch_;
     std::optional<c10::ScalarType> autocast_;
   };
-  parallel.begin_evaluation();
+  parallel.begin_forward_only();
   for (size_t round = 0, b = static_cast<size_t>(parallel.data_parallel_rank()); b < batches || round < rounds; ++round, b += world) {
     const bool stand_in = b >= batches;
     const size_t start = stand_in ? 0 : b * bs;
     std::vector<const data::Example*> items;
     for (size_t i = start; i < std::min(examples.size(), start + bs); ++i) items.push_back(&examples[i]);
     const auto batch = parallel.local_sequences(objective.collate(items, pad_id));
+    run_frozen_passes(objective, model, parallel, {&batch}, autocast);
     EvaluationBatch one(model, objective, batch, autocast);
     parallel.run_micro_batches(one, /*backward=*/false);
     if (!stand_in && one.metrics.defined()) window.add(one.metrics);
   }
-  parallel.end_evaluation();
+  parallel.end_forward_only();
   model->train();
   window.reduce(parallel);
   auto values = window.values();

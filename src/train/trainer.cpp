@@ -194,6 +194,8 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   data::TrainingData data = data::load_training_data(
       options.data, {*policy.chat, policy.template_name, *policy.tokenizer, max_length}, global_batch, hooks.prepare_rows);
   policy.model->set_gradient_checkpointing(options.model.gradient_checkpointing);
+  // This rank's part of the policy before the objective loads any model beside it, which is split alike.
+  parallel->assign_ownership(policy.model);
   const auto objective = hooks.make_objective(
       ObjectiveContext{options, policy.model, policy.load, options.tuner.quantization, parallel->shards_parameters(),
                        [&parallel](model::CausalLM& frozen) { parallel->split_frozen_model(frozen); }});
@@ -202,7 +204,6 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   const StepPlan plan = plan_steps(options, *data.train, parallel->data_parallel_size());
   const LrScheduleOptions schedule_settings = schedule_options(options, plan.total_steps);
   const LrSchedule schedule(schedule_settings);
-  parallel->assign_ownership(policy.model);
   const auto optimizer = make_optimizer(options.optimizer, policy.model, *parallel);
   log_memory_estimate({policy.model, *objective, *parallel, options.tuner.adapter(), policy.quantization.has_value(),
                        options.model.autocast, batch, data.longest_example, max_length, options.model.gradient_checkpointing,

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "swift/model/autocast.h"
-#include "swift/train/causal_lm_objective.h"
 
 namespace swift::train {
 
@@ -64,7 +63,7 @@ class StepMicroBatches : public distributed::MicroBatches {
   }
   at::Tensor stage_output(size_t k) override {
     model::AutocastScope autocast(c_.model->device().type(), c_.autocast);
-    return c_.model->forward_hidden(forward_args(*local_[k].batch, c_.model->device()));
+    return c_.objective.stage_output(c_.model, *local_[k].batch);
   }
   // After the backward passes were queued: the metrics in one copy each.
   void add_metrics(MetricWindow& window) const {
@@ -88,6 +87,13 @@ StepResult train_step(StepContext& c, data::TrainData& data, int64_t micro_batch
   double units = 0;
   const std::vector<LocalMicroBatch> local = draw(c, data, micro_batches, units);
   units = c.parallel.sum({units})[0];
+  if (c.objective.frozen_passes() > 0) {  // the reference's passes first (preference objectives)
+    std::vector<const data::Batch*> frozen;
+    for (const auto& b : local) frozen.push_back(b.batch ? &*b.batch : nullptr);
+    c.parallel.begin_forward_only();
+    run_frozen_passes(c.objective, c.model, c.parallel, frozen, c.autocast);
+    c.parallel.end_forward_only();
+  }
   StepMicroBatches batches(c, local, units);
   c.parallel.run_micro_batches(batches, /*backward=*/true);
   batches.add_metrics(window);

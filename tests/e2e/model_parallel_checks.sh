@@ -1,5 +1,5 @@
-# Shared by the model-parallel e2e tests (tensor_parallel_test.sh, pipeline_parallel_test.sh, two_nodes_test.sh):
-# the test models and a run against one rank's. Source it after common.sh.
+# Shared by the model-parallel e2e tests (tensor_parallel_test.sh, pipeline_parallel_test.sh, two_nodes_test.sh,
+# rlhf_model_parallel_test.sh): the test models and a run against one rank's. Source it after common.sh.
 
 # export_models QWEN2_LAYERS: $TMP/qwen3 (tied embeddings, 2 layers) and $TMP/qwen2 (q/k/v biases, an untied head,
 # QWEN2_LAYERS layers), random weights from seed 5.
@@ -66,4 +66,67 @@ for r in new:
         a, b = r[k], ref[r["global_step/max_steps"]][k]
         assert (a == b) if tol == 0 else abs(a - b) / max(1.0, abs(b)) < tol, (r["global_step/max_steps"], k, a, b)
 P
+}
+
+# swift rlhf's runs: 4 steps of 2 pairs from the built-in preference data; $TMP/kto.jsonl (write_kto_data) holds 16
+# labelled replies, every other one desirable.
+pref=(--dataset swift/self-cognition-preference#16 --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope
+      --max_steps 4 --save_steps 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 1
+      --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1 --seed 1 --adam_epsilon 1e-6
+      --max_grad_norm 1.0)
+write_kto_data() {
+  "$PY" - "$TMP/kto.jsonl" <<'P'
+import json, sys
+with open(sys.argv[1], "w") as f:
+    for i in range(16):
+        good = i % 2 == 0
+        a = "I am Xiao Huang, made by ModelScope." if good else "I am ChatGPT, made by OpenAI."
+        f.write(json.dumps({"messages": [{"role": "user", "content": f"who are you? ({i})"},
+                                         {"role": "assistant", "content": a}], "label": good}) + "\n")
+P
+}
+
+# compare_rlhf NAME DIR_A DIR_B FILE: every logged number of the 4 steps (the preference metrics, losses and grad
+# norms), and checkpoint-4/FILE.
+compare_rlhf() {
+  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1 differs from one rank"
+import json, sys
+from safetensors.numpy import load_file
+a, b, file = sys.argv[1:4]
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(a), rows(b)
+assert len(ra) == len(rb) == 4, (len(ra), len(rb))
+metric = lambda k: k == "loss" or "/" in k and k.split("/")[0] in ("rewards", "logps", "logits", "logps_mean") \
+    or k in ("nll_loss", "kl", "log_odds_ratio", "log_odds_chosen")
+keys = set()
+worst = norm = 0.0
+for x, y in zip(ra, rb):  # KTO logs a side only when the step had replies of that kind
+    assert {k for k in x if metric(k)} == {k for k in y if metric(k)}, (x, y)
+    keys |= {k for k in x if metric(k)}
+    worst = max([worst] + [abs(x[k] - y[k]) / max(1.0, abs(x[k])) for k in x if metric(k)])
+    norm = max(norm, abs(x["grad_norm"] - y["grad_norm"]) / max(1.0, x["grad_norm"]))
+assert any(k.startswith("rewards/") for k in keys), keys
+assert worst < 1e-5, (worst, ra, rb)
+# The split vocabulary's cross entropy sums in another order: fp32 noise AdamW (eps 1e-6) carries to ~1e-5 in a
+# grad norm by step 4 (ORPO measured 1.3e-5; the metrics and weights stay within 1e-5).
+assert norm < 3e-5, (norm, ra, rb)
+wa, wb = load_file(f"{a}/checkpoint-4/{file}"), load_file(f"{b}/checkpoint-4/{file}")
+assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
+diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
+assert diff < 1e-5, diff
+print(f"{len(keys)} metrics within {worst:.1e}, grad norm {norm:.1e}, weights within {diff:.1e}")
+P
+}
+
+# rlhf_layout_case PREFIX RANKS "LAYOUT FLAGS" NAME MODEL FILE FLAGS...: swift rlhf on $TMP/MODEL at one rank (once
+# per NAME: $TMP/one_NAME), then on RANKS ranks with the layout flags ($TMP/PREFIX_NAME), compared by compare_rlhf.
+rlhf_layout_case() {
+  local prefix="$1" ranks="$2" name="$4" model="$5" file="$6"
+  local layout
+  read -ra layout <<< "$3"
+  shift 6
+  [ -d "$TMP/one_$name" ] || run "one_$name" 0 "$SWIFT" rlhf --model "$TMP/$model" "$@" --output_dir "$TMP/one_$name"
+  run "${prefix}_$name" 0 env NPROC_PER_NODE="$ranks" "$SWIFT" rlhf --model "$TMP/$model" "$@" "${layout[@]}" \
+    --output_dir "$TMP/${prefix}_$name"
+  compare_rlhf "${prefix}_$name" "$TMP/one_$name" "$TMP/${prefix}_$name" "$file"
 }

@@ -14,8 +14,8 @@
 #    checkpointing, rows of odd length (padded), and its activation estimate is below plain TP's;
 #  - swift rlhf (and megatron rlhf) under TP=2 equals one rank: DPO with its loaded reference split alike, DPO with
 #    LoRA (the adapter-off reference), ORPO (the logits' means over the split vocabulary), SimPO, KTO and a reward
-#    model (its score head whole): every logged metric and the final weights (or adapter); pipeline stages or
-#    sequence parallelism in rlhf stop with exit 2;
+#    model (its score head whole): every logged metric and the final weights (or adapter); context parallelism
+#    in rlhf stops with exit 2 (pipeline stages, sequence and expert parallelism: rlhf_model_parallel_test.sh);
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
 #  - --plan_layout recommends a layout for given GPUs without loading the model;
 #  - DoRA on every linear layer under TP=2 (the row-split layers' norms over the group) equals one rank;
@@ -148,54 +148,8 @@ run tp2_dora 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${lora[@]
 compare tp2_dora "$TMP/one_dora" "$TMP/tp2_dora" adapter_model.safetensors
 
 # swift rlhf under TP=2: the log-probabilities over the split vocabulary, the reference split as the policy.
-compare_rlhf() {  # compare_rlhf NAME DIR_A DIR_B FILE: every logged number of the 4 steps, and checkpoint-4/FILE
-  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1 differs from one rank"
-import json, sys
-from safetensors.numpy import load_file
-a, b, file = sys.argv[1:4]
-rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
-ra, rb = rows(a), rows(b)
-assert len(ra) == len(rb) == 4, (len(ra), len(rb))
-metric = lambda k: k == "loss" or "/" in k and k.split("/")[0] in ("rewards", "logps", "logits", "logps_mean") \
-    or k in ("nll_loss", "kl", "log_odds_ratio", "log_odds_chosen")
-keys = set()
-worst = norm = 0.0
-for x, y in zip(ra, rb):  # KTO logs a side only when the step had replies of that kind
-    assert {k for k in x if metric(k)} == {k for k in y if metric(k)}, (x, y)
-    keys |= {k for k in x if metric(k)}
-    worst = max([worst] + [abs(x[k] - y[k]) / max(1.0, abs(x[k])) for k in x if metric(k)])
-    norm = max(norm, abs(x["grad_norm"] - y["grad_norm"]) / max(1.0, x["grad_norm"]))
-assert any(k.startswith("rewards/") for k in keys), keys
-assert worst < 1e-5, (worst, ra, rb)
-# The split vocabulary's cross entropy sums in another order: fp32 noise AdamW (eps 1e-6) carries to ~1e-5 in a
-# grad norm by step 4 (ORPO measured 1.3e-5; the metrics and weights stay within 1e-5).
-assert norm < 3e-5, (norm, ra, rb)
-wa, wb = load_file(f"{a}/checkpoint-4/{file}"), load_file(f"{b}/checkpoint-4/{file}")
-assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
-diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
-assert diff < 1e-5, diff
-print(f"{len(keys)} metrics within {worst:.1e}, grad norm {norm:.1e}, weights within {diff:.1e}")
-P
-}
-"$PY" - "$TMP/kto.jsonl" <<'P'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for i in range(16):
-        good = i % 2 == 0
-        a = "I am Xiao Huang, made by ModelScope." if good else "I am ChatGPT, made by OpenAI."
-        f.write(json.dumps({"messages": [{"role": "user", "content": f"who are you? ({i})"},
-                                         {"role": "assistant", "content": a}], "label": good}) + "\n")
-P
-pref=(--dataset swift/self-cognition-preference#16 --model_name 小黄 "Xiao Huang" --model_author 魔搭 ModelScope
-      --max_steps 4 --save_steps 4 --per_device_train_batch_size 2 --gradient_accumulation_steps 1
-      --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1 --seed 1 --adam_epsilon 1e-6
-      --max_grad_norm 1.0)
-rlhf_case() {  # rlhf_case NAME MODEL FILE FLAGS...: one rank, then TP=2, compared
-  local name="$1" model="$2" file="$3"; shift 3
-  run "one_$name" 0 "$SWIFT" rlhf --model "$TMP/$model" "$@" --output_dir "$TMP/one_$name"
-  run "tp2_$name" 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/$model" "$@" --tp_size 2 --output_dir "$TMP/tp2_$name"
-  compare_rlhf "tp2_$name" "$TMP/one_$name" "$TMP/tp2_$name" "$file"
-}
+write_kto_data
+rlhf_case() { rlhf_layout_case tp2 2 "--tp_size 2" "$@"; }  # rlhf_case NAME MODEL FILE FLAGS...: one rank, then TP=2
 rlhf_case dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]}"
 has dpo_reference "reference model: $TMP/qwen2 (frozen)" err
 rlhf_case dpo_lora qwen3 adapter_model.safetensors --rlhf_type dpo --train_type lora --target_modules all-linear \
@@ -211,11 +165,8 @@ rlhf_case rm qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]
 run megatron_dpo 0 env NPROC_PER_NODE=2 "$(dirname "$SWIFT")/megatron" rlhf --rlhf_type dpo --model "$TMP/qwen3" \
   --train_type full --tp_size 2 "${pref[@]}" --output_dir "$TMP/megatron_dpo"
 has megatron_dpo "model parallel: tp 2 x pp 1 x dp 1" err
-run dpo_sp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --tp_size 2 --sequence_parallel true \
-  --output_dir "$TMP/x7"
-has dpo_sp "swift rlhf with --sequence_parallel is not available yet" err
-run dpo_pp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --pp_size 2 --output_dir "$TMP/x8"
-has dpo_pp "swift rlhf with --pp_size 2 / --cp_size 1 is not available yet" err
+run dpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --cp_size 2 --output_dir "$TMP/x8"
+has dpo_cp "swift rlhf with --cp_size 2 is not available yet" err
 
 # DP2 x TP2: 4 ranks, the same global batch as one rank with twice the per-device batch.
 run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \

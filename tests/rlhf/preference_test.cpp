@@ -17,6 +17,7 @@
 #include "swift/rlhf/preference_loss.h"
 #include "swift/data/example.h"
 #include "swift/data/batch.h"
+#include "swift/distributed/context_parallel_batch.h"
 #include "swift/tuners/lora.h"
 #include "test_util.h"
 
@@ -268,4 +269,31 @@ TEST(PreferenceLoss, KtoWeighsDesirableAndUndesirableReplies) {
       EXPECT_EQ(m.sum, 0.0);
     }
   }
+}
+
+// Rows padded for sequence parallelism (distributed::context_parallel_batch: labels shifted to the positions that
+// predict them, a pad column added, per-row fields kept) give the same per-row sums as the collated rows.
+TEST(PreferenceLoss, PaddedRowsWithShiftedLabelsScoreAsTheCollatedOnes) {
+  at::manual_seed(3);
+  const int64_t R = 2, T = 5, C = 8, V = 11;
+  const at::Tensor head = at::randn({V, C});
+  const auto lm_head = [&](const at::Tensor& h) { return at::linear(h, head); };
+  data::Batch batch;
+  batch.input_ids = at::randint(V, {R, T}, at::kLong);
+  batch.labels = batch.input_ids.clone();
+  batch.labels.narrow(1, 0, 2).fill_(-100);  // the prompt
+  batch.labels[1][4] = -100;                  // a pad of the shorter row
+  batch.attention_mask = batch.labels.ne(-100).to(at::kLong);
+  batch.margins = at::tensor({0.5, 1.5});
+  const data::Batch padded = distributed::context_parallel_batch(batch, 0, 1, /*share_multiple=*/2);
+  ASSERT_EQ(padded.input_ids.size(1), 6);
+  ASSERT_TRUE(padded.labels_shifted);
+  ASSERT_TRUE(padded.margins.defined() && padded.margins.equal(batch.margins));
+  const at::Tensor hidden = at::randn({R, 6, C});
+  const auto whole = rlhf::sequence_logps_from_hidden(hidden.narrow(1, 0, T), batch.labels, lm_head, true);
+  const auto shifted = rlhf::sequence_logps_from_hidden(hidden, padded.labels, lm_head, true, {}, true);
+  EXPECT_TRUE(at::allclose(whole.logps, shifted.logps, 1e-6, 1e-6));
+  EXPECT_TRUE(whole.tokens.equal(shifted.tokens));
+  EXPECT_TRUE(at::allclose(whole.logit_means, shifted.logit_means, 1e-6, 1e-6));
+  EXPECT_EQ(whole.tokens[0].item<float>(), 3.0f);  // positions 1..3 predict labels 2..4
 }

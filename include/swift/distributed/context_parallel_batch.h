@@ -10,7 +10,7 @@ namespace swift::distributed {
 // segment -1 when packed, all after the real tokens, so nothing real attends to them), the labels shifted to the
 // positions that predict them, then this rank's two chunks of every row (context_parallel_share; the whole row
 // when `size` is 1). position_ids are set (the rows' own: 0, 1, ... or the packed ones), label_tokens counts this
-// share's targets. `share_multiple`: what the share's length must divide by (Megatron sequence parallelism cuts
+// share's targets; what is per row (margins, desirable) is kept. `share_multiple`: what the share's length must divide by (Megatron sequence parallelism cuts
 // it again over the tensor-parallel group); with `size` 1 the rows are only padded to a multiple of it.
 data::Batch context_parallel_batch(const data::Batch& batch, int rank, int size, int64_t share_multiple = 1);
 

@@ -119,6 +119,9 @@ class ModelParallel : public ParallelStrategy {
   bool holds(const std::string& name) const;
   // The rank of the pipeline group that owns `name` (the embedding: the first stage).
   int owner_stage(const std::string& name) const;
+  // Which parameters of a checkpoint this rank reads now, later (after a split) or not at all. The policy's (frozen
+  // false) sets the pipeline's layer split; a frozen model beside it (rlhf's reference) must fit that split.
+  model::PlacementPlan own_part_plan(bool frozen);
   // The model's PipelineStage set to this rank's chunk `chunk` (virtual stage chunk x pp + pp_rank).
   void enter_chunk(int chunk);
   // This stage's part: other stages' parameters become shape-only and frozen here.

@@ -8,7 +8,8 @@
 //       begin_micro_batch -> forward -> before_backward -> backward -> end_micro_batch
 //       (or skip_micro_batch where this rank has no sample and computes nothing)
 //   finish_gradients -> clip_gradients -> before_optimizer_step -> optimizer step -> after_optimizer_step
-// and around evaluation (begin_/end_evaluation) and checkpoint saves (begin_/end_save).
+// and around forward-only passes (begin_/end_forward_only: evaluation, a reference model's passes) and checkpoint
+// saves (begin_/end_save).
 //
 // Model parallelism fits the same points (docs/architecture.md): tensor parallelism shards the Linear layers in
 // assign_ownership (the model names its layers and their shardable dimensions) and reduces activations inside the
@@ -167,9 +168,9 @@ class ParallelStrategy {
   }
   virtual void end_training() {}
 
-  // ---- Evaluation and checkpoints.
-  virtual void begin_evaluation() {}
-  virtual void end_evaluation() {}
+  // ---- Forward-only passes (evaluation, a preference objective's reference passes) and checkpoints.
+  virtual void begin_forward_only() {}
+  virtual void end_forward_only() {}
   // Around writing a checkpoint: what rank 0 saves (every parameter, or the trainable ones: an adapter) is whole in
   // its RAM between the two.
   virtual void begin_save(bool trainable_only) { (void)trainable_only; }

@@ -55,8 +55,8 @@ class Zero3Strategy : public ParallelStrategy {
   void after_optimizer_step(bool stepped, bool first_step, const std::vector<at::Tensor>& optimizer_state) override;
   void end_training() override;
 
-  void begin_evaluation() override;
-  void end_evaluation() override;
+  void begin_forward_only() override;
+  void end_forward_only() override;
   void begin_save(bool trainable_only) override;
   void end_save() override;
   bool shards_optimizer_state() const override { return true; }

@@ -26,12 +26,14 @@ struct SequenceLogps {
 
 // From the final hidden states [R, T, C] and unshifted labels [R, T] (-100: none), computing logits
 // (`lm_head`: [N, C] -> [N, V]) only where a label is predicted. with_logit_means: also logit_means (the policy's
-// DPO and KTO metrics; not the reference's).
+// DPO and KTO metrics; not the reference's). labels_shifted: labels[t] is already what position t predicts
+// (data::Batch::labels_shifted: rows padded for sequence parallelism).
 // Under tensor parallelism `lm_head` gives this rank's vocabulary slice ([N, V/size] from `split.vocab_start`,
 // model/tensor_parallel.h) and the log-probabilities and means are taken over the whole vocabulary through the group.
 SequenceLogps sequence_logps_from_hidden(const at::Tensor& hidden, const at::Tensor& labels,
                                          const std::function<at::Tensor(const at::Tensor&)>& lm_head,
-                                         bool with_logit_means = false, train::VocabSplit split = {});
+                                         bool with_logit_means = false, train::VocabSplit split = {},
+                                         bool labels_shifted = false);
 
 enum class PreferenceMethod { kDpo, kCpo, kOrpo, kKto };
 

@@ -5,7 +5,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <c10/core/ScalarType.h>
+
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,7 +47,41 @@ class TrainingObjective {
   // Values logged next to them that are computed from them (KTO's rewards/margins); appended in place.
   virtual void derive_metrics(std::vector<std::pair<std::string, double>>& values) const { (void)values; }
   // The forward pass(es) of one micro-batch and its loss; runs under the job's autocast, with or without grad.
+  // Under pipeline parallelism only on the last stage, the model continuing from the previous stage's output.
   virtual MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) = 0;
+  // Pipeline parallelism, a stage before the last: what compute()'s forward with gradients runs through this stage's
+  // layers (its inputs: the rows, masks and positions compute() gives the policy). Default: forward_args(batch).
+  virtual at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch);
+
+  // Forward passes without gradients whose results compute() reads (a reference model's log-probabilities, the
+  // policy's on other rows): the job runs them over a step's (or an evaluation round's) micro-batches before
+  // compute(), each pass as the strategy runs micro-batches, so that under pipeline parallelism they go through
+  // every stage too (run_frozen_passes, below). 0: none.
+  virtual int frozen_passes() const { return 0; }
+  // Pass `pass` of one micro-batch through this rank's layers: the hidden states (on a stage before the last, what
+  // it sends on).
+  virtual at::Tensor frozen_hidden(int pass, model::CausalLM& policy, const data::Batch& batch) {
+    (void)pass, (void)policy, (void)batch;
+    return {};
+  }
+  // On the last stage: keeps what compute() will read of pass `pass` from its final hidden states, in order.
+  virtual void keep_frozen(int pass, model::CausalLM& policy, const data::Batch& batch, const at::Tensor& hidden) {
+    (void)pass, (void)policy, (void)batch, (void)hidden;
+  }
 };
+
+}  // namespace swift::train
+
+namespace swift::distributed {
+class ParallelStrategy;
+}
+
+namespace swift::train {
+
+// Runs `objective`'s frozen passes over `batches` (null: a micro-batch this rank sits out) as `parallel` runs
+// micro-batches, without gradients and under `autocast`; each kept result is read by the compute() of its
+// micro-batch, in the same order.
+void run_frozen_passes(TrainingObjective& objective, model::CausalLM& policy, distributed::ParallelStrategy& parallel,
+                       const std::vector<const data::Batch*>& batches, std::optional<c10::ScalarType> autocast);
 
 }  // namespace swift::train
