@@ -211,6 +211,14 @@ model::PlacementPlan ModelParallel::placement_plan(const std::vector<std::string
 
 model::PlacementPlan ModelParallel::frozen_placement_plan() { return own_part_plan(/*frozen=*/true); }
 
+void ModelParallel::check_fits_stages(int64_t layers, bool tied) const {
+  SWIFT_CHECK(layers == layer_begin_.back() && tied == tied_embedding_, UsageError,
+              "under --pp_size " + std::to_string(sizes_.pp) + " a reference model is split over the policy's stages, but it has " +
+                  std::to_string(layers) + " layers" + (tied ? " and a tied head" : "") + " where the policy has " +
+                  std::to_string(layer_begin_.back()) + (tied_embedding_ ? " and a tied head" : ""),
+              "give a --ref_model of the policy's architecture, or train without --pp_size");
+}
+
 model::PlacementPlan ModelParallel::own_part_plan(bool frozen) {
   if (sizes_.pp == 1 && sizes_.tp == 1 && sizes_.ep == 1) return nullptr;
   // Each stage reads its own parameters; the others' stay shape-only (their shapes are the model's). With tensor
@@ -232,11 +240,7 @@ model::PlacementPlan ModelParallel::own_part_plan(bool frozen) {
                                             sizes_.last_stage_layers);
         tied_embedding_ = tied;
       }
-      SWIFT_CHECK(layers == layer_begin_.back() && tied == tied_embedding_, UsageError,
-                  "under --pp_size " + std::to_string(sizes_.pp) + " a reference model is split over the policy's stages, but it has " +
-                      std::to_string(layers) + " layers" + (tied ? " and a tied head" : "") + " where the policy has " +
-                      std::to_string(layer_begin_.back()) + (tied_embedding_ ? " and a tied head" : ""),
-                  "give a --ref_model of the policy's architecture, or train without --pp_size");
+      check_fits_stages(layers, tied);
     }
     std::vector<model::Placement> where;
     for (const auto& info : infos) where.push_back(holds(info.name) ? own(info.name) : model::Placement::kElsewhere);
@@ -338,20 +342,22 @@ void ModelParallel::split_sequences(model::CausalLM& model) {
            2 * sizes_.cp - 1 - cp_rank(), " of ", 2 * sizes_.cp, "), attention by ",
            ulysses ? "Ulysses all-to-all (whole rows, " + std::to_string(heads / sizes_.cp) + " heads here)"
                    : std::string("ring (key/value blocks passed around the group)"));
+  context_parallel_ = cp;
   model->set_context_parallel(std::move(cp));
 }
 
 void ModelParallel::split_frozen_model(model::CausalLM& model) {
-  SWIFT_ASSERT(sizes_.cp == 1, "a frozen model beside the policy is not split over a context-parallel group");
+  if (context_parallel_) model->set_context_parallel(context_parallel_);  // the same shares of the rows as the policy
   if (stage_) {  // this stage's layers (the placement plan read no others), run through the policy's PipelineStage
+    check_fits_stages(model->config().num_hidden_layers, !model->lm_head && !model->score);  // a quantized one: read whole
     at::NoGradGuard no_grad;
     for (auto& item : model->named_parameters())
       if (!holds(item.key()) && model::holds_values(item.value()))
         item.value().set_data(model::shape_only(item.value().sizes(), item.value().options()));
     model->set_pipeline_stage(stage_);
   }
-  // Its sparse layers send tokens over the policy's groups, in the same order on every rank: each pass of the
-  // frozen model runs on all of them alike (train::run_frozen_passes).
+  // Its attention and sparse layers exchange over the policy's groups, in the same order on every rank: each pass of
+  // the frozen model runs on all of them alike (train::run_frozen_passes).
   std::vector<model::ShardedParameter> tensor_split, expert_split;
   if (tp_group_)
     tensor_split = model::apply_tensor_parallel(model, tensor_parallel_comm(*tp_group_), sizes_.sequence_parallel).sharded;
@@ -497,9 +503,13 @@ void ModelParallel::run_pipeline(MicroBatches& batches, bool backward) {
   constexpr int kActivations = 0, kGradients = 1;  // separate channels between the same two ranks
   const c10::Device device = model_->device();
   std::vector<PipelinePass> passes;
-  if (backward) {
+  if (backward || (chunks > 1 && m % sizes_.pp == 0)) {
     passes = interleaved_one_forward_one_backward(pp_rank(), sizes_.pp, chunks, m);
-  } else {  // forward only (evaluation): each micro-batch through every chunk in turn
+    // Forward only (a reference's passes over a step): the schedule's forwards, in the same overlapping order.
+    if (!backward)
+      passes.erase(std::remove_if(passes.begin(), passes.end(), [](const PipelinePass& p) { return !p.forward; }),
+                   passes.end());
+  } else {  // forward only (an evaluation round's one micro-batch): each micro-batch through every chunk in turn
     for (int64_t k = 0; k < m; ++k)
       for (int c = 0; c < chunks; ++c) passes.push_back({true, k, c});
   }

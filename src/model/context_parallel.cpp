@@ -232,7 +232,23 @@ at::Tensor ulysses_attention(const at::Tensor& q, const at::Tensor& k, const at:
   return all_to_all(out.index_select(2, back), comm, 2, 1);
 }
 
+// The group's sum in rank order (the same on every rank); each rank's gradient goes to its own part unchanged.
+struct SumOverGroup : torch::autograd::Function<SumOverGroup> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, int64_t comm) {
+    (void)ctx;
+    return reinterpret_cast<ContextParallelComm*>(comm)->all_gather(x.unsqueeze(0).contiguous(), 0).sum(0);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    (void)ctx;
+    return {grads[0], at::Tensor()};
+  }
+};
+
 }  // namespace
+
+at::Tensor sum_over_context_parallel(const at::Tensor& t, ContextParallelComm& comm) {
+  return SumOverGroup::apply(t, reinterpret_cast<int64_t>(&comm));
+}
 
 at::Tensor context_parallel_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                                       const ContextParallelInputs& in, int64_t window, double scale) {

@@ -7,6 +7,7 @@
 #include <deque>
 
 #include "swift/core/error.h"
+#include "swift/model/context_parallel.h"
 #include "swift/model/param_sharding.h"
 #include "swift/tuners/lora.h"
 
@@ -23,11 +24,29 @@ train::MicroBatchResult result_of(const rlhf::PreferenceOutput& out) {
 // Under tensor parallelism the logits are this rank's slice of the vocabulary.
 train::VocabSplit vocab_split(const model::CausalLM& m) { return {m->tensor_parallel(), m->vocab_start()}; }
 
-// `labels` are the batch's (or rows of them): shifted where the strategy padded the rows (sequence parallelism).
+// `labels` are the batch's (or rows of them): shifted where the strategy padded or split the rows (sequence or
+// context parallelism). Under context parallelism the sums are over every rank's share of each row.
 rlhf::SequenceLogps score_hidden(model::CausalLM& m, const at::Tensor& hidden, const at::Tensor& labels,
                                  const data::Batch& batch, bool with_logit_means = false) {
-  return rlhf::sequence_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return m->logits(h); },
-                                           with_logit_means, vocab_split(m), batch.labels_shifted);
+  rlhf::SequenceLogps out = rlhf::sequence_logps_from_hidden(
+      hidden, labels, [&](const at::Tensor& h) { return m->logits(h); }, with_logit_means, vocab_split(m),
+      batch.labels_shifted);
+  if (const model::ContextParallel* cp = m->context_parallel()) {
+    out.logps = model::sum_over_context_parallel(out.logps, *cp->comm);
+    torch::NoGradGuard no_grad;
+    out.tokens = model::sum_over_context_parallel(out.tokens, *cp->comm);
+    if (out.logit_means.defined()) out.logit_means = model::sum_over_context_parallel(out.logit_means, *cp->comm);
+  }
+  return out;
+}
+
+// The model inputs of rows [start, start + n) of a batch: their tokens, and their positions where the strategy
+// gave them (context parallelism: each token's place in its whole row).
+model::ForwardArgs rows_of_batch(const model::CausalLM& policy, const data::Batch& batch, int64_t start, int64_t n) {
+  model::ForwardArgs args;
+  args.input_ids = batch.input_ids.narrow(0, start, n).to(policy->device());
+  if (batch.position_ids.defined()) args.position_ids = batch.position_ids.narrow(0, start, n).to(policy->device());
+  return args;
 }
 
 // The frozen reference of DPO and KTO: the loaded reference model, or the policy with its adapters off. Its passes
@@ -82,17 +101,21 @@ rlhf::SequenceLogps rows_of(const rlhf::SequenceLogps& s, int64_t start, int64_t
 // Objectives on pairs: [chosen..., rejected...] in one batch, the loss a mean over each micro-batch's pairs.
 class PairBatchObjective : public train::TrainingObjective {
  public:
+  explicit PairBatchObjective(int row_shares = 1) : row_shares_(row_shares) {}
   data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
     return data::collate_pairs(items, pad_id);
   }
-  double units(const data::Batch&) const override { return 1.0; }
+  double units(const data::Batch&) const override { return 1.0 / row_shares_; }
   int64_t sequences_per_example() const override { return 2; }
+
+ private:
+  int row_shares_;
 };
 
 class PairObjective : public PairBatchObjective {
  public:
-  PairObjective(rlhf::PreferenceConfig config, model::CausalLM reference)
-      : config_(std::move(config)), reference_(std::move(reference)) {}
+  PairObjective(rlhf::PreferenceConfig config, model::CausalLM reference, int row_shares)
+      : PairBatchObjective(row_shares), config_(std::move(config)), reference_(std::move(reference)) {}
 
   int64_t extra_weight_bytes() const override { return reference_.weight_bytes(); }
 
@@ -142,8 +165,7 @@ class PairObjective : public PairBatchObjective {
   // the pads attend as in transformers (masked), their positions counting on through the pads as transformers
   // numbers them without position_ids.
   model::ForwardArgs inputs(const model::CausalLM& policy, const data::Batch& batch) const {
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.to(policy->device());
+    model::ForwardArgs args = rows_of_batch(policy, batch, 0, batch.input_ids.size(0));
     if (config_.needs_position_logit_means()) {
       args.attention_mask = batch.attention_mask.to(policy->device());
       args.position_ids = at::arange(batch.input_ids.size(1), args.input_ids.options()).expand_as(args.input_ids);
@@ -159,13 +181,13 @@ class PairObjective : public PairBatchObjective {
 // gradients; the reference (one pass over all rows) and the policy's pass over the KL rows are frozen passes.
 class KtoObjective : public train::TrainingObjective {
  public:
-  KtoObjective(rlhf::PreferenceConfig config, model::CausalLM reference)
-      : config_(std::move(config)), reference_(std::move(reference)) {}
+  KtoObjective(rlhf::PreferenceConfig config, model::CausalLM reference, int row_shares)
+      : config_(std::move(config)), reference_(std::move(reference)), row_shares_(row_shares) {}
 
   data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
     return config_.needs_kl_rows() ? data::collate_pairs(items, pad_id) : data::collate_labelled(items, pad_id);
   }
-  double units(const data::Batch&) const override { return 1.0; }
+  double units(const data::Batch&) const override { return 1.0 / row_shares_; }
   int64_t extra_weight_bytes() const override { return reference_.weight_bytes(); }
 
   // rewards/margins is derived from the window's averages (derive_metrics), as TRL's log().
@@ -188,11 +210,11 @@ class KtoObjective : public train::TrainingObjective {
       values.insert(values.begin() + static_cast<std::ptrdiff_t>(after), {"rewards/margins", *chosen - *rejected});
   }
 
-  static constexpr int kReferencePass = 0, kPolicyKlPass = 1;
+  static constexpr int kReferencePass = 0;  // then (loss_type kto) the policy's pass over the KL rows
   int frozen_passes() const override { return config_.needs_kl_rows() ? 2 : 1; }
   at::Tensor frozen_hidden(int pass, model::CausalLM& policy, const data::Batch& batch) override {
-    if (pass == kReferencePass) return reference_.hidden(policy, rows(policy, batch, 0, batch.input_ids.size(0)));
-    return policy->forward_hidden(rows(policy, batch, replies(batch), replies(batch)));
+    if (pass == kReferencePass) return reference_.hidden(policy, rows_of_batch(policy, batch, 0, batch.input_ids.size(0)));
+    return policy->forward_hidden(rows_of_batch(policy, batch, replies(batch), replies(batch)));
   }
   void keep_frozen(int pass, model::CausalLM& policy, const data::Batch& batch, const at::Tensor& hidden) override {
     const at::Tensor labels = batch.labels.to(policy->device());
@@ -200,13 +222,13 @@ class KtoObjective : public train::TrainingObjective {
     else policy_kl_.push_back(score_hidden(policy, hidden, labels.narrow(0, replies(batch), replies(batch)), batch));
   }
   at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch) override {
-    return policy->forward_hidden(rows(policy, batch, 0, replies(batch)));
+    return policy->forward_hidden(rows_of_batch(policy, batch, 0, replies(batch)));
   }
 
   train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     const int64_t B = replies(batch);
     const at::Tensor labels = batch.labels.to(policy->device()).narrow(0, 0, B);
-    const at::Tensor hidden = policy->forward_hidden(rows(policy, batch, 0, B));
+    const at::Tensor hidden = policy->forward_hidden(rows_of_batch(policy, batch, 0, B));
     const auto policy_logps = score_hidden(policy, hidden, labels, batch, /*with_logit_means=*/true);
     const rlhf::SequenceLogps reference_all = reference_.next();
     const rlhf::SequenceLogps reference = rows_of(reference_all, 0, B);
@@ -225,14 +247,9 @@ class KtoObjective : public train::TrainingObjective {
   int64_t replies(const data::Batch& batch) const {
     return config_.needs_kl_rows() ? batch.input_ids.size(0) / 2 : batch.input_ids.size(0);
   }
-  static model::ForwardArgs rows(const model::CausalLM& policy, const data::Batch& batch, int64_t start, int64_t n) {
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.narrow(0, start, n).to(policy->device());
-    return args;
-  }
-
   rlhf::PreferenceConfig config_;
   Reference reference_;
+  int row_shares_;
   std::deque<rlhf::SequenceLogps> policy_kl_;
 };
 
@@ -258,12 +275,14 @@ class RewardModelObjective : public PairBatchObjective {
 
 }  // namespace
 
-std::unique_ptr<train::TrainingObjective> pair_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference) {
-  return std::make_unique<PairObjective>(config, std::move(reference));
+std::unique_ptr<train::TrainingObjective> pair_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference,
+                                                         int row_shares) {
+  return std::make_unique<PairObjective>(config, std::move(reference), row_shares);
 }
 
-std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference) {
-  return std::make_unique<KtoObjective>(config, std::move(reference));
+std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference,
+                                                        int row_shares) {
+  return std::make_unique<KtoObjective>(config, std::move(reference), row_shares);
 }
 
 std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient) {

@@ -9,6 +9,7 @@
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/model/context_parallel.h"
 #include "swift/quant/quantized_loading.h"
 #include "swift/rlhf/preference_objectives.h"
 #include "swift/train/megatron_flags.h"
@@ -105,7 +106,7 @@ model::CausalLM reference_model(const train::ObjectiveContext& ctx, const RlhfOp
                                 [&] { return quant::load_model(dir, load, ctx.quantization); });
   reference->eval();
   for (auto& p : reference->parameters()) p.set_requires_grad(false);
-  if (ctx.split_like_policy) ctx.split_like_policy(reference);  // tensor parallelism: this rank's slices only
+  if (ctx.split_like_policy) ctx.split_like_policy(reference);  // this rank's stage, slices and experts, as the policy
   return reference;
 }
 
@@ -128,8 +129,11 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
     refuse_router_aux_loss(ctx);
     turn_dropout_off(ctx);
     model::CausalLM reference = options.preference.needs_reference() ? reference_model(ctx, options) : model::CausalLM{nullptr};
-    return options.preference.method == PreferenceMethod::kKto ? kto_objective(options.preference, std::move(reference))
-                                                               : pair_objective(options.preference, std::move(reference));
+    const model::ContextParallel* cp = ctx.policy->context_parallel();  // the ranks sharing each row
+    const int shares = cp ? cp->comm->size() : 1;
+    return options.preference.method == PreferenceMethod::kKto
+               ? kto_objective(options.preference, std::move(reference), shares)
+               : pair_objective(options.preference, std::move(reference), shares);
   };
   if (options.preference.needs_kl_rows()) hooks.prepare_rows = add_kl_conversations;
   return hooks;

@@ -95,13 +95,17 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),
                  "swift rlhf does not read cached datasets (they hold no rejected replies)",
                  "give the preference data with --dataset");
-  // Tensor, pipeline and expert parallelism split the policy and the reference alike (log-probabilities over the
-  // split vocabulary, the reference's passes through every stage before the policy's, its experts over the same
-  // group); context parallelism would cut the rows a pair's log-probability is summed over.
+  // Tensor, pipeline, expert and context parallelism split the policy and the reference alike (log-probabilities
+  // over the split vocabulary, the reference's passes through every stage before the policy's, its experts over the
+  // same group, each row's sums over the ranks holding its shares).
   const distributed::ParallelOptions& parallel = o.training.parallel;
-  problems.check(parallel.cp_size == 1,
-                 "swift rlhf with --cp_size " + std::to_string(parallel.cp_size) +
-                     " is not available yet (a pair's log-probabilities are summed over whole rows)",
+  const bool positions_masked = !o.reward_model() && o.preference.needs_position_logit_means();
+  problems.check(parallel.cp_size == 1 || (!o.reward_model() && !positions_masked),
+                 "swift rlhf --rlhf_type " + o.rlhf_type + " with --cp_size " + std::to_string(parallel.cp_size) +
+                     " is not available yet (" +
+                     (o.reward_model() ? std::string("the score is read at each row's last token")
+                                       : std::string("its logits metrics average every position, pads masked")) +
+                     "; DPO and KTO split rows over ranks)",
                  "split the model with --tp_size or --pp_size, or use data parallelism (--deepspeed zero3)");
   // Under sequence parallelism a reward model's whole score head would receive its gradient once per rank.
   problems.check(!(o.reward_model() && parallel.sequence_parallel),

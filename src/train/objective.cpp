@@ -24,9 +24,9 @@ class FrozenPass : public distributed::MicroBatches {
       : objective_(objective), policy_(policy), batches_(batches), pass_(pass), autocast_(autocast) {}
   size_t size() const override { return batches_.size(); }
   bool present(size_t k) const override { return batches_[k] != nullptr; }
-  at::Tensor loss(size_t k) override {
-    const at::Tensor hidden = stage_output(k);
-    objective_.keep_frozen(pass_, policy_, *batches_[k], hidden);
+  at::Tensor loss(size_t k) override {  // the head under the job's autocast too, as compute() runs the policy's
+    model::AutocastScope scope(policy_->device().type(), autocast_);
+    objective_.keep_frozen(pass_, policy_, *batches_[k], objective_.frozen_hidden(pass_, policy_, *batches_[k]));
     return {};
   }
   at::Tensor stage_output(size_t k) override {

@@ -171,8 +171,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                 "--tp_size " + std::to_string(options.parallel.tp_size) + " on a mixture-of-experts model (" +
                     config.model_type + ") needs --sequence_parallel true: each rank routes its own part of the "
                     "sequence through whole experts (as Megatron-Core, which requires it too)",
-                "add --sequence_parallel true (swift sft/pt; swift rlhf does not split mixture-of-experts models by "
-                "tensor parallelism yet), or drop --tp_size");
+                "add --sequence_parallel true, or drop --tp_size");
     // Under tensor parallelism each rank would drop over its own part of the sequence, unlike one rank.
     SWIFT_CHECK(!config.is_moe() || options.moe_expert_capacity_factor <= 0 || options.parallel.tp_size == 1, UsageError,
                 "--moe_expert_capacity_factor with --tp_size " + std::to_string(options.parallel.tp_size) +

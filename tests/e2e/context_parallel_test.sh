@@ -11,8 +11,8 @@
 #  - evaluation with gradient checkpointing on the tied Qwen3 logs one rank's eval_loss;
 #  - a CP2 checkpoint resumes exactly at CP2 and continues at one rank as one rank's run does;
 #  - ms-swift's sequence-parallel example command line runs as written (scaled to 2 ranks);
-#  - both flags at once, a size that does not divide the ranks and swift rlhf with CP stop with exit 2 before the
-#    model loads.
+#  - both flags at once, a size that does not divide the ranks and swift rlhf's ORPO with CP stop with exit 2 before
+#    the model loads (DPO and KTO under CP: rlhf_model_parallel_test.sh).
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -141,9 +141,9 @@ run both 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}"
 has both "--context_parallel_size 2 and --sequence_parallel_size 2 (or --use_ulysses) both split the sequences" err
 run cp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --cp_size 3 --output_dir "$TMP/x2"
 has cp3 "--tp_size 1 x --pp_size 1 x --cp_size 3 (3) does not divide the 2 ranks" err
-run cp_rlhf 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type dpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
+run cp_orpo 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type orpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
   --cp_size 2 --output_dir "$TMP/x3"
-has cp_rlhf "swift rlhf with --cp_size 2 is not available yet" err
-grep -q "parameters:" "$TMP/err" && bad "cp_rlhf: found only after the model loaded" || ok
+has cp_orpo "swift rlhf --rlhf_type orpo with --cp_size 2 is not available yet" err
+grep -q "parameters:" "$TMP/err" && bad "cp_orpo: found only after the model loaded" || ok
 
 finish context_parallel

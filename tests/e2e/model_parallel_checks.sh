@@ -87,12 +87,12 @@ P
 }
 
 # compare_rlhf NAME DIR_A DIR_B FILE: every logged number of the 4 steps (the preference metrics, losses and grad
-# norms), and checkpoint-4/FILE.
+# norms), and checkpoint-4/FILE, within 1e-5 (the weights within $RLHF_WEIGHT_TOLERANCE where set).
 compare_rlhf() {
-  "$PY" - "$2" "$3" "$4" <<'P' && ok || bad "$1 differs from one rank"
+  "$PY" - "$2" "$3" "$4" "${RLHF_WEIGHT_TOLERANCE:-1e-5}" <<'P' && ok || bad "$1 differs from one rank"
 import json, sys
 from safetensors.numpy import load_file
-a, b, file = sys.argv[1:4]
+a, b, file, weight_tolerance = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
 rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
 ra, rb = rows(a), rows(b)
 assert len(ra) == len(rb) == 4, (len(ra), len(rb))
@@ -113,7 +113,7 @@ assert norm < 3e-5, (norm, ra, rb)
 wa, wb = load_file(f"{a}/checkpoint-4/{file}"), load_file(f"{b}/checkpoint-4/{file}")
 assert wa.keys() == wb.keys(), set(wa) ^ set(wb)
 diff = max(float(abs(wa[k].astype("float64") - wb[k].astype("float64")).max()) for k in wa)
-assert diff < 1e-5, diff
+assert diff < weight_tolerance, diff
 print(f"{len(keys)} metrics within {worst:.1e}, grad norm {norm:.1e}, weights within {diff:.1e}")
 P
 }

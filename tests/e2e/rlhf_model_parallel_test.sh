@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# End-to-end: swift rlhf (and megatron rlhf) under pipeline, sequence and expert parallelism on the CPU over c10d
-# (Gloo); plain tensor parallelism is in tensor_parallel_test.sh. The reference's passes (and KTO's policy pass over
-# its KL rows) run through every stage before the policy's 1F1B schedule.
+# End-to-end: swift rlhf (and megatron rlhf) under pipeline, sequence, context and expert parallelism on the CPU over
+# c10d (Gloo); plain tensor parallelism is in tensor_parallel_test.sh. The reference's passes (and KTO's policy pass
+# over its KL rows) run through every stage before the policy's 1F1B schedule.
 # Usage: rlhf_model_parallel_test.sh path/to/swift
 #  - PP=2 equals one rank, every logged metric and the final weights (or adapter): DPO with its loaded reference
 #    split over the stages as the policy, DPO with LoRA (the adapter-off reference) on a model with tied embeddings,
@@ -13,8 +13,10 @@
 #    reference, ORPO (the logits' means over the collated columns only) and KTO;
 #  - on a Qwen3-MoE model: DPO with LoRA at EP2, DPO full at EP2 (the loaded reference's experts split alike) and at
 #    TP2 x EP2 with sequence parallelism equal DP2 (EP splits the experts inside data parallelism);
-#  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; --cp_size and a reward model
-#    under --sequence_parallel stop with exit 2.
+#  - context parallelism (each row's sums over the ranks holding its shares): DPO and KTO at CP2 (ring), DPO with
+#    LoRA under Ulysses (--sequence_parallel_size 2) and DPO at TP2 x CP2 equal one rank;
+#  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; so do CPO/SimPO/ORPO and a
+#    reward model under --cp_size, and a reward model under --sequence_parallel.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -85,6 +87,20 @@ sp_case dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]
 sp_case orpo qwen2 model.safetensors --rlhf_type orpo --train_type full "${pref[@]}"
 sp_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
 
+# Context parallelism: each row split over the ranks (ring attention, or Ulysses with --sequence_parallel_size), its
+# sums over them.
+cp_case() { rlhf_layout_case cp2 2 "--cp_size 2" "$@"; }
+cp_case dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]}"
+has cp2_dpo "context parallelism: each row split over 2 ranks" err
+cp_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
+rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" dpo_lora qwen3 adapter_model.safetensors "${lora[@]}"
+has ulysses2_dpo_lora "attention by Ulysses all-to-all" err
+# Two summation orders at once (the split vocabulary's and the ring's): AdamW (eps 1e-6, lr 1e-3) carries their fp32
+# noise to 1.02e-5 in a weight by step 4 (TP2 alone 9.1e-6, CP2 alone 5.3e-6; the metrics stay within 3.9e-6).
+RLHF_WEIGHT_TOLERANCE=2e-5
+rlhf_layout_case tp2cp2 4 "--tp_size 2 --cp_size 2" dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]}"
+unset RLHF_WEIGHT_TOLERANCE
+
 # Expert parallelism on a mixture-of-experts model: the adapter-off reference and a loaded one, its experts split.
 # EP splits the experts inside data parallelism (each rank its own rows), so the baseline is DP2 (2 ranks, the same
 # rows per rank): the per-rank token means (logits/*) then agree too.
@@ -111,8 +127,10 @@ moe_case tp2ep2 full model.safetensors 4 --tp_size 2 --sequence_parallel true --
 run other_reference 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --ref_model "$TMP/qwen3" --rlhf_type dpo \
   --train_type full "${pref[@]}" --pp_size 2 --output_dir "$TMP/x1"
 has other_reference "under --pp_size 2 a reference model is split over the policy's stages, but it has 2 layers and a tied head where the policy has 4" err
-run dpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type dpo "${pref[@]}" --cp_size 2 --output_dir "$TMP/x2"
-has dpo_cp "swift rlhf with --cp_size 2 is not available yet" err
+run orpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type orpo "${pref[@]}" --cp_size 2 --output_dir "$TMP/x2"
+has orpo_cp "swift rlhf --rlhf_type orpo with --cp_size 2 is not available yet (its logits metrics average every position, pads masked" err
+run rm_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type rm "${pref[@]}" --cp_size 2 --output_dir "$TMP/x4"
+has rm_cp "swift rlhf --rlhf_type rm with --cp_size 2 is not available yet (the score is read at each row's last token" err
 run rm_sp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type rm "${pref[@]}" --tp_size 2 \
   --sequence_parallel true --output_dir "$TMP/x3"
 has rm_sp "swift rlhf --rlhf_type rm with --sequence_parallel is not available yet" err

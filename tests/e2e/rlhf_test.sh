@@ -7,7 +7,7 @@
 #  - cpo, simpo, orpo and kto train and log their metrics (kto: labelled replies, a string label is an error);
 #  - rm trains a reward model, saved as transformers' *ForSequenceClassification (transformers scores it alike),
 #    LoRA as PEFT's SEQ_CLS adapter; swift infer writes each row's reward and swift deploy answers it; prompt/chosen/rejected rows load; evaluation logs eval_*;
-#  - 2 ranks equal 1 rank (DDP and ZeRO-3 with LoRA);
+#  - 2 ranks equal 1 rank (DDP and ZeRO-3 with LoRA); under bf16 autocast a fresh adapter starts at rewards 0;
 #  - bad flags and rows are clear errors.
 set -uo pipefail
 SWIFT="$1"
@@ -273,6 +273,15 @@ assert len(one) == len(z3) == 2
 for x, y in zip(one, z3):
     for k in ["loss", "rewards/accuracies", "rewards/margins"]:
         assert abs(x[k] - y[k]) <= 1e-4 * max(1, abs(x[k])), (k, x[k], y[k])
+P
+# Mixed precision: the reference's pass runs under the same autocast as the policy's, so a fresh LoRA adapter (the
+# policy equal to the reference) starts at rewards of exactly 0.
+run dpo_autocast 0 "$SWIFT" rlhf "${two[@]}" --per_device_train_batch_size 2 --max_steps 1 --torch_dtype float32 \
+  --bf16 true --output_dir "$TMP/bf16"
+"$PY" - "$TMP/bf16" <<'P' && ok || bad "dpo_autocast: the first step's rewards are not 0"
+import json, sys
+first = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l][0]
+assert first["rewards/chosen"] == first["rewards/rejected"] == 0.0, first
 P
 
 # 6. Clear errors.

@@ -14,8 +14,8 @@
 #    checkpointing, rows of odd length (padded), and its activation estimate is below plain TP's;
 #  - swift rlhf (and megatron rlhf) under TP=2 equals one rank: DPO with its loaded reference split alike, DPO with
 #    LoRA (the adapter-off reference), ORPO (the logits' means over the split vocabulary), SimPO, KTO and a reward
-#    model (its score head whole): every logged metric and the final weights (or adapter); context parallelism
-#    in rlhf stops with exit 2 (pipeline stages, sequence and expert parallelism: rlhf_model_parallel_test.sh);
+#    model (its score head whole): every logged metric and the final weights (or adapter) (pipeline stages,
+#    sequence, context and expert parallelism in rlhf: rlhf_model_parallel_test.sh);
 #  - the seeds' Megatron command line runs as `megatron sft` (the same binary under that name);
 #  - --plan_layout recommends a layout for given GPUs without loading the model;
 #  - DoRA on every linear layer under TP=2 (the row-split layers' norms over the group) equals one rank;
@@ -165,8 +165,6 @@ rlhf_case rm qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]
 run megatron_dpo 0 env NPROC_PER_NODE=2 "$(dirname "$SWIFT")/megatron" rlhf --rlhf_type dpo --model "$TMP/qwen3" \
   --train_type full --tp_size 2 "${pref[@]}" --output_dir "$TMP/megatron_dpo"
 has megatron_dpo "model parallel: tp 2 x pp 1 x dp 1" err
-run dpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen3" "${pref[@]}" --cp_size 2 --output_dir "$TMP/x8"
-has dpo_cp "swift rlhf with --cp_size 2 is not available yet" err
 
 # DP2 x TP2: 4 ranks, the same global batch as one rank with twice the per-device batch.
 run dp2tp2 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/qwen3" "${common[@]}" --tp_size 2 --dp_size 2 \

@@ -122,6 +122,9 @@ class ModelParallel : public ParallelStrategy {
   // Which parameters of a checkpoint this rank reads now, later (after a split) or not at all. The policy's (frozen
   // false) sets the pipeline's layer split; a frozen model beside it (rlhf's reference) must fit that split.
   model::PlacementPlan own_part_plan(bool frozen);
+  // A frozen model with `layers` decoder layers (tied: no head of its own) runs through the policy's stages: a
+  // UsageError unless the policy's are the same.
+  void check_fits_stages(int64_t layers, bool tied) const;
   // The model's PipelineStage set to this rank's chunk `chunk` (virtual stage chunk x pp + pp_rank).
   void enter_chunk(int chunk);
   // This stage's part: other stages' parameters become shape-only and frozen here.
@@ -151,6 +154,7 @@ class ModelParallel : public ParallelStrategy {
   std::vector<int64_t> layer_begin_;  // pipeline_layer_split over pp x virtual_stages
   bool tied_embedding_ = false;
   std::shared_ptr<model::PipelineStage> stage_;
+  std::shared_ptr<model::ContextParallel> context_parallel_;  // the policy's (split_sequences), for a frozen model too
   std::vector<model::ShardedParameter> sharded_;         // by tensor parallelism
   std::vector<model::ShardedParameter> expert_sharded_;  // by expert parallelism (dim 0: the experts)
   std::vector<at::Tensor> partial_gradients_;

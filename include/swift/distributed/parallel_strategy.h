@@ -133,8 +133,9 @@ class ParallelStrategy {
   // ---- Ownership and the optimizer (after the tuners made their parameters).
   // Decides which rank updates each trainable parameter and logs the shares.
   virtual void assign_ownership(model::CausalLM& model);
-  // A frozen model beside the policy (rlhf's reference) split over the ranks as the policy's forward will be
-  // (tensor parallelism: this rank's slices), so the two run side by side. Default: kept whole.
+  // A frozen model beside the policy (rlhf's reference) split over the ranks as the policy is (model parallelism:
+  // this rank's stage, slices and experts, the same shares of each row), so the two run side by side. Default: kept
+  // whole.
   virtual void split_frozen_model(model::CausalLM& model) { (void)model; }
   // The trainable parameters this rank's optimizer updates, in model order (all of them unless sharded).
   const std::vector<std::pair<std::string, at::Tensor>>& optimizer_parameters() const { return owned_; }

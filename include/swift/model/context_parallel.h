@@ -58,6 +58,11 @@ at::Tensor context_parallel_token_index(int64_t local_length, int rank, int size
 // This rank's share of `t` along `dim` (of a length that 2 size divides): its two chunks, concatenated.
 at::Tensor context_parallel_share(const at::Tensor& t, int64_t dim, int rank, int size);
 
+// The sum of `t` over the group's ranks, added in rank order (so the same on every rank). The backward passes each
+// rank's gradient to its own `t` unchanged: for a loss that every rank computes alike from the sum, whose gradients
+// the ranks then sum (rlhf's per-row log-probabilities, summed over the ranks' shares of each row).
+at::Tensor sum_over_context_parallel(const at::Tensor& t, ContextParallelComm& comm);
+
 // Attention of this rank's queries over every rank's keys, as one rank would compute it over the whole rows
 // (causal by token index, within a segment, within `window` tokens when above 0): q [B, H, T/n, D], k and v
 // [B, Hkv, T/n, D] after RoPE, H a multiple of Hkv; returns [B, H, T/n, D] in q's dtype. Differentiable (the

@@ -12,10 +12,14 @@ namespace swift::rlhf {
 
 // Chosen and rejected rows of a pair batch scored in one forward pass. `reference`: a loaded, frozen reference
 // model, or null for the policy with its LoRA adapters switched off (used only when the method needs one).
-std::unique_ptr<train::TrainingObjective> pair_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference);
+// `row_shares`: the ranks holding a share of each row (context parallelism): the per-row sums are taken over them,
+// and each counts 1/row_shares of the micro-batch its loss is a mean over.
+std::unique_ptr<train::TrainingObjective> pair_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference,
+                                                         int row_shares = 1);
 
-// KTO on labelled replies and their KL rows; `reference` as above.
-std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference);
+// KTO on labelled replies and their KL rows; `reference` and `row_shares` as above.
+std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference,
+                                                        int row_shares = 1);
 
 // A reward model: the score head at each sequence's last token, the Bradley-Terry loss on pairs.
 std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient);
