@@ -347,7 +347,17 @@ void ModelParallel::split_sequences(model::CausalLM& model) {
 }
 
 void ModelParallel::split_frozen_model(model::CausalLM& model) {
-  if (context_parallel_) model->set_context_parallel(context_parallel_);  // the same shares of the rows as the policy
+  if (context_parallel_) {  // the same shares of the rows as the policy, over the same group
+    std::shared_ptr<model::ContextParallel> cp = context_parallel_;
+    const int64_t heads = model->config().num_attention_heads / sizes_.tp;
+    if (cp->attention == model::ContextParallelAttention::kUlysses && heads % sizes_.cp != 0) {
+      cp = std::make_shared<model::ContextParallel>(*context_parallel_);  // Ulysses gives each rank whole heads
+      cp->attention = model::ContextParallelAttention::kRing;
+      log_info("context parallelism: the reference's ", heads, " attention heads per rank do not divide by ", sizes_.cp,
+               "; ring attention for it (the same results)");
+    }
+    model->set_context_parallel(std::move(cp));
+  }
   if (stage_) {  // this stage's layers (the placement plan read no others), run through the policy's PipelineStage
     check_fits_stages(model->config().num_hidden_layers, !model->lm_head && !model->score);  // a quantized one: read whole
     at::NoGradGuard no_grad;

@@ -14,7 +14,8 @@
 #  - on a Qwen3-MoE model: DPO with LoRA at EP2, DPO full at EP2 (the loaded reference's experts split alike) and at
 #    TP2 x EP2 with sequence parallelism equal DP2 (EP splits the experts inside data parallelism);
 #  - context parallelism (each row's sums over the ranks holding its shares): DPO and KTO at CP2 (ring), DPO with
-#    LoRA under Ulysses (--sequence_parallel_size 2) and DPO at TP2 x CP2 equal one rank;
+#    LoRA under Ulysses (--sequence_parallel_size 2) and DPO at TP2 x CP2 equal one rank; DP2 x CP2 with gradient
+#    accumulation and evaluation equals DP2;
 #  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; so do CPO/SimPO/ORPO and a
 #    reward model under --cp_size, and a reward model under --sequence_parallel.
 set -uo pipefail
@@ -60,10 +61,8 @@ has pp2_interleaved_stages "pipeline: 4 virtual stages (2 per rank, interleaved)
 compare_rlhf pp2_interleaved "$TMP/one_lora_ga" "$TMP/pp2_interleaved" adapter_model.safetensors
 
 # Evaluation: DPO's eval metrics, the reference's pass through the stages first.
-eval_flags=(--rlhf_type dpo --train_type full "${pref[@]}" --val_dataset swift/self-cognition-preference#6 --eval_steps 2)
-run one_eval 0 "$SWIFT" rlhf --model "$TMP/qwen2" "${eval_flags[@]}" --output_dir "$TMP/one_eval"
-run pp2_eval 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" "${eval_flags[@]}" --pp_size 2 --output_dir "$TMP/pp2_eval"
-"$PY" - "$TMP/one_eval" "$TMP/pp2_eval" <<'P' && ok || bad "pp2_eval: the eval metrics differ from one rank"
+compare_evals() {  # compare_evals NAME DIR_A DIR_B: the two evaluations' metrics within 1e-5
+  "$PY" - "$2" "$3" <<'P' && ok || bad "$1: the eval metrics differ"
 import json, sys
 evals = lambda d: [r for r in map(json.loads, open(f"{d}/logging.jsonl")) if "eval_loss" in r]
 a, b = evals(sys.argv[1]), evals(sys.argv[2])
@@ -74,6 +73,11 @@ worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(a, b) for k i
 assert worst < 1e-5, (worst, a, b)
 print(f"{len(keys)} eval metrics within {worst:.1e}")
 P
+}
+eval_flags=(--rlhf_type dpo --train_type full "${pref[@]}" --val_dataset swift/self-cognition-preference#6 --eval_steps 2)
+run one_eval 0 "$SWIFT" rlhf --model "$TMP/qwen2" "${eval_flags[@]}" --output_dir "$TMP/one_eval"
+run pp2_eval 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" "${eval_flags[@]}" --pp_size 2 --output_dir "$TMP/pp2_eval"
+compare_evals pp2_eval "$TMP/one_eval" "$TMP/pp2_eval"
 
 # ms-swift's Megatron entry point.
 run megatron_dpo 0 env NPROC_PER_NODE=2 "$(dirname "$SWIFT")/megatron" rlhf --rlhf_type dpo --model "$TMP/qwen2" \
@@ -95,6 +99,23 @@ has cp2_dpo "context parallelism: each row split over 2 ranks" err
 cp_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
 rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" dpo_lora qwen3 adapter_model.safetensors "${lora[@]}"
 has ulysses2_dpo_lora "attention by Ulysses all-to-all" err
+# DP2 x CP2 with 2 micro-batches per step and evaluation: each rank's micro-batch counts 1/2 of its rows' loss;
+# against DP2 (the same rows per rank, so the per-rank token means of logits/* agree too).
+dpcp=("${eval_flags[@]}")
+dpcp_ga=()
+for ((i = 0; i < ${#dpcp[@]}; i++)); do
+  case "${dpcp[i]}" in
+    --per_device_train_batch_size) dpcp_ga+=(--per_device_train_batch_size 1); i=$((i + 1)) ;;
+    --gradient_accumulation_steps) dpcp_ga+=(--gradient_accumulation_steps 2); i=$((i + 1)) ;;
+    *) dpcp_ga+=("${dpcp[i]}") ;;
+  esac
+done
+run dp2_ga 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" "${dpcp_ga[@]}" --output_dir "$TMP/dp2_ga"
+run dp2cp2_ga 0 env NPROC_PER_NODE=4 "$SWIFT" rlhf --model "$TMP/qwen2" "${dpcp_ga[@]}" --cp_size 2 --output_dir "$TMP/dp2cp2_ga"
+has dp2cp2_ga_layout "x cp 2 x pp 1 x dp 2" err
+compare_rlhf dp2cp2_ga "$TMP/dp2_ga" "$TMP/dp2cp2_ga" model.safetensors
+compare_evals dp2cp2_eval "$TMP/dp2_ga" "$TMP/dp2cp2_ga"
+
 # Two summation orders at once (the split vocabulary's and the ring's): AdamW (eps 1e-6, lr 1e-3) carries their fp32
 # noise to 1.02e-5 in a weight by step 4 (TP2 alone 9.1e-6, CP2 alone 5.3e-6; the metrics stay within 3.9e-6).
 RLHF_WEIGHT_TOLERANCE=2e-5

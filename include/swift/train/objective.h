@@ -36,7 +36,8 @@ class TrainingObjective {
   // Examples -> one padded micro-batch.
   virtual data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const = 0;
   // What the step's loss is a mean over, counted in this micro-batch: its label tokens (sft, a token mean over
-  // the whole step), or 1 (preference losses: a mean over each micro-batch's pairs, then over micro-batches).
+  // the whole step), or 1 (preference losses: a mean over each micro-batch's pairs, then over micro-batches; 1/n
+  // on each of the n context-parallel ranks sharing its rows).
   virtual double units(const data::Batch& batch) const = 0;
   // Everything compute() reports, in the order it is logged ("loss" first: the loss curve reads it).
   virtual std::vector<std::string> metric_names() const = 0;
