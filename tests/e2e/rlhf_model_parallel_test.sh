@@ -46,14 +46,20 @@ run tp2pp2_dpo 0 env NPROC_PER_NODE=4 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_
 has tp2pp2_dpo_layout "model parallel: tp 2 x pp 2 x dp 1" err
 compare_rlhf tp2pp2_dpo "$TMP/one_dpo" "$TMP/tp2pp2_dpo" model.safetensors
 # Interleaved: 2 virtual stages per rank; 2 micro-batches per step (a multiple of --pp_size).
-lora_ga=()
-for ((i = 0; i < ${#lora[@]}; i++)); do
-  case "${lora[i]}" in
-    --per_device_train_batch_size) lora_ga+=(--per_device_train_batch_size 1); i=$((i + 1)) ;;
-    --gradient_accumulation_steps) lora_ga+=(--gradient_accumulation_steps 2); i=$((i + 1)) ;;
-    *) lora_ga+=("${lora[i]}") ;;
-  esac
-done
+rebatch() {  # rebatch NAME PER_DEVICE ACCUMULATION FLAGS...: NAME=(FLAGS with those two values replaced)
+  local -n out="$1"
+  local per_device="$2" accumulation="$3"
+  shift 3
+  out=()
+  while (($#)); do
+    case "$1" in
+      --per_device_train_batch_size) out+=("$1" "$per_device"); shift 2 ;;
+      --gradient_accumulation_steps) out+=("$1" "$accumulation"); shift 2 ;;
+      *) out+=("$1"); shift ;;
+    esac
+  done
+}
+rebatch lora_ga 1 2 "${lora[@]}"
 run one_lora_ga 0 "$SWIFT" rlhf --model "$TMP/qwen2" "${lora_ga[@]}" --output_dir "$TMP/one_lora_ga"
 run pp2_interleaved 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" "${lora_ga[@]}" --pp_size 2 \
   --virtual_pipeline_model_parallel_size 2 --output_dir "$TMP/pp2_interleaved"
@@ -101,15 +107,7 @@ rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" dpo_lora qwen3 adapter_
 has ulysses2_dpo_lora "attention by Ulysses all-to-all" err
 # DP2 x CP2 with 2 micro-batches per step and evaluation: each rank's micro-batch counts 1/2 of its rows' loss;
 # against DP2 (the same rows per rank, so the per-rank token means of logits/* agree too).
-dpcp=("${eval_flags[@]}")
-dpcp_ga=()
-for ((i = 0; i < ${#dpcp[@]}; i++)); do
-  case "${dpcp[i]}" in
-    --per_device_train_batch_size) dpcp_ga+=(--per_device_train_batch_size 1); i=$((i + 1)) ;;
-    --gradient_accumulation_steps) dpcp_ga+=(--gradient_accumulation_steps 2); i=$((i + 1)) ;;
-    *) dpcp_ga+=("${dpcp[i]}") ;;
-  esac
-done
+rebatch dpcp_ga 1 2 "${eval_flags[@]}"
 run dp2_ga 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" "${dpcp_ga[@]}" --output_dir "$TMP/dp2_ga"
 run dp2cp2_ga 0 env NPROC_PER_NODE=4 "$SWIFT" rlhf --model "$TMP/qwen2" "${dpcp_ga[@]}" --cp_size 2 --output_dir "$TMP/dp2cp2_ga"
 has dp2cp2_ga_layout "x cp 2 x pp 1 x dp 2" err
