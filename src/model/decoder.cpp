@@ -249,11 +249,34 @@ void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, s
   }
 }
 
+namespace {
+
+// Under context parallelism each rank holds two chunks of every row (args.position_ids: each token's index in its
+// row). The row's last real token is on one rank: the others add 0 to the sum over the group, and the sum's
+// backward gives that rank's score its gradient.
+at::Tensor context_parallel_scores(CausalLM& model, const at::Tensor& hidden, const ForwardArgs& args,
+                                   const at::Tensor& mask, const ContextParallel& cp) {
+  SWIFT_ASSERT(args.position_ids.defined(), "context parallelism gives each token's index in its row");
+  const at::Tensor index = args.position_ids.to(hidden.device());
+  at::Tensor last;
+  {
+    at::NoGradGuard no_grad;
+    const at::Tensor local_last = (index * mask - (1 - mask)).amax(1, /*keepdim=*/true);  // -1: none of its tokens here
+    last = cp.comm->all_gather(local_last, 1).amax(1, /*keepdim=*/true);
+  }
+  const at::Tensor scores = model->scores(hidden).to(at::kFloat);  // [B, T/n, num_labels]
+  const at::Tensor here = index.eq(last).logical_and(mask.to(at::kBool)).unsqueeze(-1);
+  return sum_over_context_parallel(at::where(here, scores, at::zeros({}, scores.options())).sum(1), *cp.comm);
+}
+
+}  // namespace
+
 at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::Tensor& attention_mask) {
   SWIFT_CHECK(model->is_sequence_classifier(), UsageError, "this model has no score head",
               "score with a *ForSequenceClassification folder (swift rlhf --rlhf_type rm writes one)");
   const at::Tensor hidden = model->forward_hidden(args);
   const at::Tensor mask = attention_mask.to(hidden.device()).to(at::kLong);
+  if (const ContextParallel* cp = model->context_parallel()) return context_parallel_scores(model, hidden, args, mask, *cp);
   const at::Tensor positions = at::arange(mask.size(1), mask.options()).unsqueeze(0) * mask;
   const at::Tensor last = positions.argmax(1);
   const at::Tensor rows = at::arange(hidden.size(0), last.options());
@@ -390,8 +413,11 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   if (args.cache) args.cache->length = S;
   if (stage && !stage->last) return x;
   x = model->norm(x);
-  // Whole rows for the head; the gather's backward sums the vocabulary slices' gradients (logits() adds none).
-  return sequence_parallel_ ? gather_from_sequence_parallel(x, *tensor_parallel_) : x;
+  // Whole rows for the head; the gather's backward sums the vocabulary slices' gradients (logits() adds none). A
+  // sequence classifier's score head is whole on every rank, so every rank's gradient is already the whole one: the
+  // gather's backward keeps this rank's part of it.
+  if (!sequence_parallel_) return x;
+  return score ? gather_sequence_for_replicated_use(x, *tensor_parallel_) : gather_from_sequence_parallel(x, *tensor_parallel_);
 }
 
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {

@@ -255,7 +255,7 @@ class KtoObjective : public train::TrainingObjective {
 
 class RewardModelObjective : public PairBatchObjective {
  public:
-  explicit RewardModelObjective(std::optional<double> center) : center_(center) {}
+  RewardModelObjective(std::optional<double> center, int row_shares) : PairBatchObjective(row_shares), center_(center) {}
   std::vector<std::string> metric_names() const override {
     std::vector<std::string> names = {"loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies",
                                       "rewards/margins"};
@@ -263,8 +263,7 @@ class RewardModelObjective : public PairBatchObjective {
     return names;
   }
   train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    model::ForwardArgs args;
-    args.input_ids = batch.input_ids.to(policy->device());
+    const model::ForwardArgs args = rows_of_batch(policy, batch, 0, batch.input_ids.size(0));
     const at::Tensor rewards = model::sequence_scores(policy, args, batch.attention_mask).squeeze(-1);
     return result_of(rlhf::reward_model_loss(rewards, batch.margins, center_));
   }
@@ -285,8 +284,9 @@ std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceCo
   return std::make_unique<KtoObjective>(config, std::move(reference), row_shares);
 }
 
-std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient) {
-  return std::make_unique<RewardModelObjective>(center_rewards_coefficient);
+std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient,
+                                                                int row_shares) {
+  return std::make_unique<RewardModelObjective>(center_rewards_coefficient, row_shares);
 }
 
 }  // namespace swift::rlhf

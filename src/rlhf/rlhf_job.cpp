@@ -110,6 +110,12 @@ model::CausalLM reference_model(const train::ObjectiveContext& ctx, const RlhfOp
   return reference;
 }
 
+// The ranks sharing each row (context parallelism).
+int row_shares(const train::ObjectiveContext& ctx) {
+  const model::ContextParallel* cp = ctx.policy->context_parallel();
+  return cp ? cp->comm->size() : 1;
+}
+
 }  // namespace
 
 train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
@@ -118,7 +124,7 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
     hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {
       refuse_router_aux_loss(ctx);
       turn_dropout_off(ctx);
-      return reward_model_objective(options.center_rewards_coefficient);
+      return reward_model_objective(options.center_rewards_coefficient, row_shares(ctx));
     };
     const uint64_t seed = options.training.seed;
     hooks.prepare_model = [seed](model::CausalLM& policy, int64_t pad_id) { return make_reward_model(policy, seed, pad_id); };
@@ -129,11 +135,9 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
     refuse_router_aux_loss(ctx);
     turn_dropout_off(ctx);
     model::CausalLM reference = options.preference.needs_reference() ? reference_model(ctx, options) : model::CausalLM{nullptr};
-    const model::ContextParallel* cp = ctx.policy->context_parallel();  // the ranks sharing each row
-    const int shares = cp ? cp->comm->size() : 1;
     return options.preference.method == PreferenceMethod::kKto
-               ? kto_objective(options.preference, std::move(reference), shares)
-               : pair_objective(options.preference, std::move(reference), shares);
+               ? kto_objective(options.preference, std::move(reference), row_shares(ctx))
+               : pair_objective(options.preference, std::move(reference), row_shares(ctx));
   };
   if (options.preference.needs_kl_rows()) hooks.prepare_rows = add_kl_conversations;
   return hooks;

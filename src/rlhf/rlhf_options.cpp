@@ -99,18 +99,13 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   // over the split vocabulary, the reference's passes through every stage before the policy's, its experts over the
   // same group, each row's sums over the ranks holding its shares).
   const distributed::ParallelOptions& parallel = o.training.parallel;
-  const bool positions_masked = !o.reward_model() && o.preference.needs_position_logit_means();
-  problems.check(parallel.cp_size == 1 || (!o.reward_model() && !positions_masked),
-                 "swift rlhf --rlhf_type " + o.rlhf_type + " with --cp_size " + std::to_string(parallel.cp_size) +
-                     " is not available yet (" +
-                     (o.reward_model() ? std::string("the score is read at each row's last token")
-                                       : std::string("its logits metrics average every position, pads masked")) +
-                     "; DPO and KTO split rows over ranks)",
+  // CPO, SimPO and ORPO log the logits' mean at every position, pads included, where transformers' pads attend to the
+  // real tokens only; ring and Ulysses attention have no such mask.
+  problems.check(parallel.cp_size == 1 || o.reward_model() || !o.preference.needs_position_logit_means(),
+                 "swift rlhf --rlhf_type " + o.rlhf_type + " with context parallelism (--cp_size or --sequence_parallel_size " +
+                     std::to_string(parallel.cp_size) + ") is not available yet (its logits metrics average every position, pads masked; DPO, KTO and "
+                     "reward models split rows over ranks)",
                  "split the model with --tp_size or --pp_size, or use data parallelism (--deepspeed zero3)");
-  // Under sequence parallelism a reward model's whole score head would receive its gradient once per rank.
-  problems.check(!(o.reward_model() && parallel.sequence_parallel),
-                 "swift rlhf --rlhf_type rm with --sequence_parallel is not available yet",
-                 "drop --sequence_parallel (--tp_size alone splits a dense reward model)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
   // Pairs (labelled replies for kto), scored on the last reply unless said otherwise (orpo: every reply).

@@ -16,8 +16,10 @@
 #  - context parallelism (each row's sums over the ranks holding its shares): DPO and KTO at CP2 (ring), DPO with
 #    LoRA under Ulysses (--sequence_parallel_size 2) and DPO at TP2 x CP2 equal one rank; DP2 x CP2 with gradient
 #    accumulation and evaluation equals DP2;
-#  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; so do CPO/SimPO/ORPO and a
-#    reward model under --cp_size, and a reward model under --sequence_parallel.
+#  - a reward model (its score at each row's last token) at TP2 with --sequence_parallel and at CP2 equals one rank,
+#    and with LoRA under Ulysses;
+#  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; so do CPO/SimPO/ORPO under
+#    --cp_size.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -96,6 +98,9 @@ sp_case() { rlhf_layout_case sp 2 "--tp_size 2 --sequence_parallel true" "$@"; }
 sp_case dpo qwen2 model.safetensors --rlhf_type dpo --train_type full "${pref[@]}"
 sp_case orpo qwen2 model.safetensors --rlhf_type orpo --train_type full "${pref[@]}"
 sp_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
+# A reward model's score head is whole on every rank: the gather of the last hidden states gives each rank its part
+# of the gradient back, not the sum.
+sp_case rm qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]}"
 
 # Context parallelism: each row split over the ranks (ring attention, or Ulysses with --sequence_parallel_size), its
 # sums over them.
@@ -105,6 +110,14 @@ has cp2_dpo "context parallelism: each row split over 2 ranks" err
 cp_case kto qwen2 model.safetensors --rlhf_type kto --train_type full "${kto[@]}"
 rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" dpo_lora qwen3 adapter_model.safetensors "${lora[@]}"
 has ulysses2_dpo_lora "attention by Ulysses all-to-all" err
+# A reward model: each row's last token is on one rank of the group, its score summed over the group. Its gradient
+# enters at one position per row, so many weights' gradients are near AdamW's eps (1e-6), where the first update
+# lr * g / (|g| + eps) turns the ring's fp32 reordering (1.2e-7 in the step-1 grad norm) into 1.6e-5 in a weight
+# after one step; eps 1e-4 keeps that amplification out (metrics 5.8e-6, weights 1e-6 by step 4). Under Ulysses the
+# attention sums as one rank's (full fine-tuning measured equal at step 1 with eps 1e-6); below with LoRA.
+cp_case rm_eps qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]/1e-6/1e-4}"
+rm_lora=(--rlhf_type rm --train_type lora --target_modules all-linear --lora_rank 4 --lora_alpha 8 "${pref[@]/1e-3/1e-2}")
+rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" rm_lora qwen3 adapter_model.safetensors "${rm_lora[@]}"
 # DP2 x CP2 with 2 micro-batches per step and evaluation: each rank's micro-batch counts 1/2 of its rows' loss;
 # against DP2 (the same rows per rank, so the per-rank token means of logits/* agree too).
 rebatch dpcp_ga 1 2 "${eval_flags[@]}"
@@ -142,16 +155,15 @@ has moe_ep2_full_experts "expert parallel: the experts of each sparse layer spli
 moe_case tp2ep2 full model.safetensors 4 --tp_size 2 --sequence_parallel true --ep_size 2 -- \
   --rlhf_type dpo --train_type full "${pref[@]}"
 
-# A reference of another depth cannot share the policy's stages; context parallelism is refused before loading.
+# A reference of another depth cannot share the policy's stages; ORPO under context parallelism is refused before
+# loading.
 run other_reference 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --ref_model "$TMP/qwen3" --rlhf_type dpo \
   --train_type full "${pref[@]}" --pp_size 2 --output_dir "$TMP/x1"
 has other_reference "under --pp_size 2 a reference model is split over the policy's stages, but it has 2 layers and a tied head where the policy has 4" err
 run orpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type orpo "${pref[@]}" --cp_size 2 --output_dir "$TMP/x2"
-has orpo_cp "swift rlhf --rlhf_type orpo with --cp_size 2 is not available yet (its logits metrics average every position, pads masked" err
-run rm_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type rm "${pref[@]}" --cp_size 2 --output_dir "$TMP/x4"
-has rm_cp "swift rlhf --rlhf_type rm with --cp_size 2 is not available yet (the score is read at each row's last token" err
-run rm_sp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type rm "${pref[@]}" --tp_size 2 \
-  --sequence_parallel true --output_dir "$TMP/x3"
-has rm_sp "swift rlhf --rlhf_type rm with --sequence_parallel is not available yet" err
+has orpo_cp "swift rlhf --rlhf_type orpo with context parallelism (--cp_size or --sequence_parallel_size 2) is not available yet (its logits metrics average every position, pads masked" err
+run simpo_ulysses 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type simpo "${pref[@]}" \
+  --sequence_parallel_size 2 --output_dir "$TMP/x3"
+has simpo_ulysses "swift rlhf --rlhf_type simpo with context parallelism (--cp_size or --sequence_parallel_size 2)" err
 
 finish rlhf_model_parallel

@@ -21,7 +21,9 @@ std::unique_ptr<train::TrainingObjective> pair_objective(const rlhf::PreferenceC
 std::unique_ptr<train::TrainingObjective> kto_objective(const rlhf::PreferenceConfig& config, model::CausalLM reference,
                                                         int row_shares = 1);
 
-// A reward model: the score head at each sequence's last token, the Bradley-Terry loss on pairs.
-std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient);
+// A reward model: the score head at each sequence's last token, the Bradley-Terry loss on pairs. row_shares: the
+// ranks sharing each row (context parallelism), each counting 1/row_shares of a micro-batch.
+std::unique_ptr<train::TrainingObjective> reward_model_objective(std::optional<double> center_rewards_coefficient,
+                                                                int row_shares = 1);
 
 }  // namespace swift::rlhf
