@@ -256,7 +256,8 @@ namespace {
 // backward gives that rank's score its gradient.
 at::Tensor context_parallel_scores(CausalLM& model, const at::Tensor& hidden, const ForwardArgs& args,
                                    const at::Tensor& mask, const ContextParallel& cp) {
-  SWIFT_ASSERT(args.position_ids.defined(), "context parallelism gives each token's index in its row");
+  SWIFT_ASSERT(args.position_ids.defined() && !args.segment_ids.defined(),
+               "context parallelism gives each token's index in its row, one sequence per row (no packing)");
   const at::Tensor index = args.position_ids.to(hidden.device());
   at::Tensor last;
   {

@@ -98,18 +98,25 @@ rlhf::SequenceLogps rows_of(const rlhf::SequenceLogps& s, int64_t start, int64_t
   return out;
 }
 
-// Objectives on pairs: [chosen..., rejected...] in one batch, the loss a mean over each micro-batch's pairs.
-class PairBatchObjective : public train::TrainingObjective {
+// A loss that is a mean over each micro-batch's rows: under context parallelism the row_shares ranks holding a row's
+// shares each count 1/row_shares of the micro-batch.
+class RowMeanObjective : public train::TrainingObjective {
  public:
-  explicit PairBatchObjective(int row_shares = 1) : row_shares_(row_shares) {}
-  data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
-    return data::collate_pairs(items, pad_id);
-  }
+  explicit RowMeanObjective(int row_shares) : row_shares_(row_shares) {}
   double units(const data::Batch&) const override { return 1.0 / row_shares_; }
-  int64_t sequences_per_example() const override { return 2; }
 
  private:
   int row_shares_;
+};
+
+// Objectives on pairs: [chosen..., rejected...] in one batch, the loss a mean over each micro-batch's pairs.
+class PairBatchObjective : public RowMeanObjective {
+ public:
+  explicit PairBatchObjective(int row_shares) : RowMeanObjective(row_shares) {}
+  data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
+    return data::collate_pairs(items, pad_id);
+  }
+  int64_t sequences_per_example() const override { return 2; }
 };
 
 class PairObjective : public PairBatchObjective {
@@ -179,15 +186,14 @@ class PairObjective : public PairBatchObjective {
 
 // Rows 0..B-1 are the labelled replies, B..2B-1 (loss_type kto) their KL rows. Only the replies' pass keeps
 // gradients; the reference (one pass over all rows) and the policy's pass over the KL rows are frozen passes.
-class KtoObjective : public train::TrainingObjective {
+class KtoObjective : public RowMeanObjective {
  public:
   KtoObjective(rlhf::PreferenceConfig config, model::CausalLM reference, int row_shares)
-      : config_(std::move(config)), reference_(std::move(reference)), row_shares_(row_shares) {}
+      : RowMeanObjective(row_shares), config_(std::move(config)), reference_(std::move(reference)) {}
 
   data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
     return config_.needs_kl_rows() ? data::collate_pairs(items, pad_id) : data::collate_labelled(items, pad_id);
   }
-  double units(const data::Batch&) const override { return 1.0 / row_shares_; }
   int64_t extra_weight_bytes() const override { return reference_.weight_bytes(); }
 
   // rewards/margins is derived from the window's averages (derive_metrics), as TRL's log().
@@ -249,7 +255,6 @@ class KtoObjective : public train::TrainingObjective {
   }
   rlhf::PreferenceConfig config_;
   Reference reference_;
-  int row_shares_;
   std::deque<rlhf::SequenceLogps> policy_kl_;
 };
 

@@ -102,8 +102,8 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
   // CPO, SimPO and ORPO log the logits' mean at every position, pads included, where transformers' pads attend to the
   // real tokens only; ring and Ulysses attention have no such mask.
   problems.check(parallel.cp_size == 1 || o.reward_model() || !o.preference.needs_position_logit_means(),
-                 "swift rlhf --rlhf_type " + o.rlhf_type + " with context parallelism (--cp_size or --sequence_parallel_size " +
-                     std::to_string(parallel.cp_size) + ") is not available yet (its logits metrics average every position, pads masked; DPO, KTO and "
+                 "swift rlhf --rlhf_type " + o.rlhf_type + " with context parallelism (--cp_size/--sequence_parallel_size: " +
+                     std::to_string(parallel.cp_size) + " ranks) is not available yet (its logits metrics average every position, pads masked; DPO, KTO and "
                      "reward models split rows over ranks)",
                  "split the model with --tp_size or --pp_size, or use data parallelism (--deepspeed zero3)");
   problems.raise();

@@ -143,7 +143,7 @@ run cp3 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" 
 has cp3 "--tp_size 1 x --pp_size 1 x --cp_size 3 (3) does not divide the 2 ranks" err
 run cp_orpo 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type orpo --model "$TMP/qwen3" --dataset swift/self-cognition-preference \
   --cp_size 2 --output_dir "$TMP/x3"
-has cp_orpo "swift rlhf --rlhf_type orpo with context parallelism (--cp_size or --sequence_parallel_size 2) is not available yet" err
+has cp_orpo "swift rlhf --rlhf_type orpo with context parallelism (--cp_size/--sequence_parallel_size: 2 ranks) is not available yet" err
 grep -q "parameters:" "$TMP/err" && bad "cp_orpo: found only after the model loaded" || ok
 
 finish context_parallel

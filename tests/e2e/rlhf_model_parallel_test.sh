@@ -16,10 +16,10 @@
 #  - context parallelism (each row's sums over the ranks holding its shares): DPO and KTO at CP2 (ring), DPO with
 #    LoRA under Ulysses (--sequence_parallel_size 2) and DPO at TP2 x CP2 equal one rank; DP2 x CP2 with gradient
 #    accumulation and evaluation equals DP2;
-#  - a reward model (its score at each row's last token) at TP2 with --sequence_parallel and at CP2 equals one rank,
-#    and with LoRA under Ulysses;
+#  - a reward model (its score at each row's last token) at TP2 with --sequence_parallel, at CP2 and at TP2 (with
+#    sequence parallelism) x CP2 equals one rank, and with LoRA under Ulysses;
 #  - a --ref_model whose layers differ from the policy's stops with exit 2, naming it; so do CPO/SimPO/ORPO under
-#    --cp_size.
+#    --cp_size or --sequence_parallel_size.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -116,6 +116,23 @@ has ulysses2_dpo_lora "attention by Ulysses all-to-all" err
 # after one step; eps 1e-4 keeps that amplification out (metrics 5.8e-6, weights 1e-6 by step 4). Under Ulysses the
 # attention sums as one rank's (full fine-tuning measured equal at step 1 with eps 1e-6); below with LoRA.
 cp_case rm_eps qwen2 model.safetensors --rlhf_type rm --train_type full "${pref[@]/1e-6/1e-4}"
+# At eps 1e-6 the first step, before any update, equals one rank's (loss, grad norm, rewards: measured 1.8e-7).
+run cp2_rm 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type rm --train_type full "${pref[@]}" \
+  --cp_size 2 --output_dir "$TMP/cp2_rm"
+"$PY" - "$TMP/one_rm" "$TMP/cp2_rm" <<'P' && ok || bad "cp2_rm: the first step differs from one rank"
+import json, sys
+first = lambda d: next(json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l)
+a, b = first(sys.argv[1]), first(sys.argv[2])
+keys = [k for k in a if k in ("loss", "grad_norm") or k.startswith("rewards/")]
+worst = max(abs(a[k] - b[k]) / max(1.0, abs(a[k])) for k in keys)
+assert len(keys) == 6 and worst < 1e-6, (worst, a, b)
+P
+# Both at once: TP2 with sequence parallelism (the score head's gradient unsummed) inside CP2. Two summation orders
+# (TP's and the ring's): step 1 within 1.8e-7 of one rank, the weights within 9e-7 by step 4, a reward 1.3e-5.
+RLHF_METRIC_TOLERANCE=2e-5
+rlhf_layout_case tp2sp_cp2 4 "--tp_size 2 --sequence_parallel true --cp_size 2" rm_eps qwen2 model.safetensors \
+  --rlhf_type rm --train_type full "${pref[@]/1e-6/1e-4}"
+unset RLHF_METRIC_TOLERANCE
 rm_lora=(--rlhf_type rm --train_type lora --target_modules all-linear --lora_rank 4 --lora_alpha 8 "${pref[@]/1e-3/1e-2}")
 rlhf_layout_case ulysses2 2 "--sequence_parallel_size 2" rm_lora qwen3 adapter_model.safetensors "${rm_lora[@]}"
 # DP2 x CP2 with 2 micro-batches per step and evaluation: each rank's micro-batch counts 1/2 of its rows' loss;
@@ -161,9 +178,9 @@ run other_reference 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --
   --train_type full "${pref[@]}" --pp_size 2 --output_dir "$TMP/x1"
 has other_reference "under --pp_size 2 a reference model is split over the policy's stages, but it has 2 layers and a tied head where the policy has 4" err
 run orpo_cp 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type orpo "${pref[@]}" --cp_size 2 --output_dir "$TMP/x2"
-has orpo_cp "swift rlhf --rlhf_type orpo with context parallelism (--cp_size or --sequence_parallel_size 2) is not available yet (its logits metrics average every position, pads masked" err
+has orpo_cp "swift rlhf --rlhf_type orpo with context parallelism (--cp_size/--sequence_parallel_size: 2 ranks) is not available yet (its logits metrics average every position, pads masked" err
 run simpo_ulysses 2 env NPROC_PER_NODE=2 "$SWIFT" rlhf --model "$TMP/qwen2" --rlhf_type simpo "${pref[@]}" \
   --sequence_parallel_size 2 --output_dir "$TMP/x3"
-has simpo_ulysses "swift rlhf --rlhf_type simpo with context parallelism (--cp_size or --sequence_parallel_size 2)" err
+has simpo_ulysses "swift rlhf --rlhf_type simpo with context parallelism (--cp_size/--sequence_parallel_size: 2 ranks)" err
 
 finish rlhf_model_parallel

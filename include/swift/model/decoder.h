@@ -240,7 +240,8 @@ class CausalLMImpl : public torch::nn::Module {
   }
   // Megatron sequence parallelism (tensor_parallel.h): the layers' activations are cut along the sequence over the
   // tensor-parallel group; forward_hidden's last output is whole again, gathered so that its gradient is summed over
-  // the group: the head (logits()) is then its only differentiable consumer.
+  // the group: the head (logits()) is then its only differentiable consumer. A sequence classifier's score head is
+  // whole on every rank instead, so there the gather gives each rank its part of the gradient back, unsummed.
   bool sequence_parallel() const { return sequence_parallel_; }
   // Pipeline parallelism: forward_hidden runs this stage's part only (see PipelineStage); null: the whole model.
   PipelineStage* pipeline_stage() const { return pipeline_stage_.get(); }
@@ -273,7 +274,9 @@ TORCH_MODULE(CausalLM);
 
 // A sequence classifier's outputs at each row's last real token (the rightmost 1 of attention_mask [B, T], so
 // right or left padding): [B, num_labels], float32. transformers takes the rightmost token that is not the pad
-// token, the same token unless a row's text itself holds pad tokens.
+// token, the same token unless a row's text itself holds pad tokens. Under context parallelism `args` and the mask
+// are this rank's share of the rows, args.position_ids each token's index in its row (one sequence per row): the
+// rank holding a row's last real token gives its score, summed over the group.
 at::Tensor sequence_scores(CausalLM& model, const ForwardArgs& args, const at::Tensor& attention_mask);
 
 // The parameter name of an untied LM head (what a reward model's score head replaces).

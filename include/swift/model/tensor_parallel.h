@@ -14,7 +14,8 @@
 // a row-parallel output is reduce-scattered (scatter_to_sequence_parallel: reduce-scatter forward, all-gather
 // backward) instead of all-reduced, and so is the embedding's. The last norm's output is gathered back to whole rows
 // for the head the same way: the gather's backward sums the vocabulary slices' partial gradients, so the head adds
-// no exchange of its own. Every norm's gradient is then partial (its rank's tokens only).
+// no exchange of its own (a sequence classifier's whole score head: gather_sequence_for_replicated_use instead).
+// Every norm's gradient is then partial (its rank's tokens only).
 // The group itself is the distributed area's (TensorParallelComm is how the model sees it).
 #pragma once
 
