@@ -181,7 +181,8 @@ data::Batch ModelParallel::local_sequences(const data::Batch& batch) const {
 std::vector<double> ModelParallel::sum_metrics(const std::vector<double>& values) {
   std::vector<double> out = sum(values);
   if (!pp_group_) return out;
-  if (!last_stage()) std::fill(out.begin(), out.end(), 0.0);  // only the last stage computes the loss
+  // The last stage computes the loss; a stage before it reports only what its own layers give (the routers' figures
+  // of its sparse layers: StageResult::metrics), (0, 0) elsewhere.
   return pp_group_->sum(out);
 }
 

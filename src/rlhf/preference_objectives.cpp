@@ -145,7 +145,7 @@ class PairObjective : public PairBatchObjective {
   void keep_frozen(int, model::CausalLM& policy, const data::Batch& batch, const at::Tensor& hidden) override {
     reference_.keep(policy, hidden, batch);
   }
-  at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch) override {
+  train::StageResult stage_output(model::CausalLM& policy, const data::Batch& batch) override {
     return policy->forward_hidden(inputs(policy, batch));
   }
 
@@ -227,7 +227,7 @@ class KtoObjective : public RowMeanObjective {
     if (pass == kReferencePass) reference_.keep(policy, hidden, batch);
     else policy_kl_.push_back(score_hidden(policy, hidden, labels.narrow(0, replies(batch), replies(batch)), batch));
   }
-  at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch) override {
+  train::StageResult stage_output(model::CausalLM& policy, const data::Batch& batch) override {
     return policy->forward_hidden(rows_of_batch(policy, batch, 0, replies(batch)));
   }
 

@@ -39,7 +39,6 @@ class CausalLmObjective : public TrainingObjective {
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     std::vector<at::Tensor> routers;  // each sparse layer's router logits: the auxiliary loss, the experts' load
     const bool moe = options_.mixture_of_experts;  // set for models with sparse layers only
-    const bool aux = aux_loss() && moe;
     if (moe) model::record_router_logits(policy, &routers);
     const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
     if (moe) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
@@ -50,34 +49,62 @@ class CausalLmObjective : public TrainingObjective {
     const at::Tensor loss = sums.loss_sum.detach().to(at::kDouble).reshape({1});
     at::Tensor metrics = at::cat({loss, at::tensor({tokens, static_cast<double>(sums.correct), tokens}, loss.options())});
     MicroBatchResult result{sums.loss_sum, metrics.view({2, 2})};
+    if (!moe) return result;
     const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
-    if (aux) {
+    if (aux_loss()) {
       const at::Tensor aux_loss = model::load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
       result.unnormalised_loss = options_.router_aux_loss_coef * aux_loss;
       const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
     }
-    if (moe && megatron_aux_loss()) {
-      const at::Tensor layers = model::megatron_load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
-      const at::Tensor& real = batch.attention_mask;  // on the host: its count needs no wait for the device
-      const double tokens_here = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
-      result.loss = result.loss + options_.moe_aux_loss_coeff * tokens_here * layers[0];
-      const at::Tensor per_layer = (layers[0] / layers[1]).detach().to(at::kDouble);
-      result.metrics = at::cat({result.metrics, at::stack({per_layer, at::ones_like(per_layer)}).view({1, 2}).to(loss.device())});
-    }
-    if (moe) {
-      const at::Tensor load = model::expert_load_max(routers, policy->config().moe.experts_per_token, mask);
-      result.metrics = at::cat({result.metrics, load.to(loss.device()).view({1, 2})});
-    }
-    if (moe && capacity().drops()) {
-      const auto& c = policy->config().moe;
-      const at::Tensor dropped = model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask);
-      result.metrics = at::cat({result.metrics, dropped.to(loss.device()).view({1, 2})});
-    }
+    RouterTerms terms = router_terms(policy, routers, batch, mask);
+    if (terms.loss.defined()) result.loss = result.loss + terms.loss;
+    result.metrics = at::cat({result.metrics, terms.metrics.to(loss.device())});
     return result;
   }
 
+  // A pipeline stage before the last: its sparse layers' share of Megatron's load-balancing loss and of the
+  // routers' figures (the last stage's compute() reports its own layers').
+  StageResult stage_output(model::CausalLM& policy, const data::Batch& batch) override {
+    if (!options_.mixture_of_experts) return TrainingObjective::stage_output(policy, batch);
+    std::vector<at::Tensor> routers;
+    model::record_router_logits(policy, &routers);
+    StageResult stage(policy->forward_hidden(forward_args(batch, policy->device())));
+    model::record_router_logits(policy, nullptr);
+    const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
+    RouterTerms terms = router_terms(policy, routers, batch, mask);
+    stage.loss = terms.loss;
+    // loss and token_acc (and transformers' aux_loss, refused under pipeline parallelism) are the last stage's.
+    const int64_t last_stage_rows = aux_loss() ? 3 : 2;
+    stage.metrics = at::cat({at::zeros({last_stage_rows, 2}, terms.metrics.options()), terms.metrics});
+    return stage;
+  }
+
  private:
+  // What this rank's sparse layers give for one forward: Megatron's load-balancing loss (a term of the loss sum,
+  // before the step's division; undefined without --moe_aux_loss_coeff or sparse layers here), and the rows of
+  // load_balancing_loss, expert_load_max and expert_drop_rate that are logged, each (sum over the layers, layers).
+  struct RouterTerms {
+    at::Tensor loss, metrics;
+  };
+  RouterTerms router_terms(model::CausalLM& policy, const std::vector<at::Tensor>& routers, const data::Batch& batch,
+                           const at::Tensor& mask) const {
+    const auto& c = policy->config().moe;
+    RouterTerms out;
+    std::vector<at::Tensor> rows;
+    if (megatron_aux_loss()) {
+      const at::Tensor layers = model::megatron_load_balancing_loss(routers, c.experts_per_token, mask);
+      const at::Tensor& real = batch.attention_mask;  // on the host: its count needs no wait for the device
+      const double tokens_here = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
+      if (!routers.empty()) out.loss = options_.moe_aux_loss_coeff * tokens_here * layers[0];
+      rows.push_back(layers.detach().to(at::kDouble));
+    }
+    rows.push_back(model::expert_load_max(routers, c.experts_per_token, mask));
+    if (capacity().drops()) rows.push_back(model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask));
+    for (auto& r : rows) r = r.to(rows.front().device());
+    out.metrics = at::stack(rows);
+    return out;
+  }
   bool aux_loss() const { return options_.router_aux_loss_coef > 0; }
   bool megatron_aux_loss() const { return options_.moe_aux_loss_coeff > 0; }
   model::ExpertCapacity capacity() const { return {options_.expert_capacity_factor, options_.drop_by_position}; }

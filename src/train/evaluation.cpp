@@ -31,14 +31,20 @@ std::vector<std::pair<std::string, double>> evaluate(model::CausalLM& model, Tra
     at::Tensor loss(size_t) override {
       model::AutocastScope scope(model_->device().type(), autocast_);
       auto result = objective_.compute(model_, batch_);
-      metrics = result.metrics;
+      add(result.metrics);
       return result.loss;
     }
     at::Tensor stage_output(size_t) override {
       model::AutocastScope scope(model_->device().type(), autocast_);
-      return objective_.stage_output(model_, batch_);
+      StageResult stage = objective_.stage_output(model_, batch_);
+      add(stage.metrics);
+      return stage.output;
     }
-    at::Tensor metrics;  // undefined on a pipeline stage before the last
+    // Under interleaved pipeline parallelism a rank runs a stage before the last and the last: both report.
+    void add(const at::Tensor& m) {
+      if (m.defined()) metrics = metrics.defined() ? metrics + m.to(metrics.device()) : m;
+    }
+    at::Tensor metrics;  // undefined on a pipeline stage before the last whose layers report nothing
 
    private:
     model::CausalLM& model_;

@@ -9,7 +9,7 @@
 
 namespace swift::train {
 
-at::Tensor TrainingObjective::stage_output(model::CausalLM& policy, const data::Batch& batch) {
+StageResult TrainingObjective::stage_output(model::CausalLM& policy, const data::Batch& batch) {
   return policy->forward_hidden(forward_args(batch, policy->device()));
 }
 

@@ -2,6 +2,7 @@
 #include "swift/train/training_step.h"
 
 #include <ATen/ATen.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,6 +12,19 @@
 namespace swift::train {
 
 namespace {
+
+// The output of a pipeline stage unchanged, whose backward also runs `loss`'s (a stage's own term of the loss, as
+// Megatron-Core's MoEAuxLossAutoScaler attaches the routers' load-balancing loss to the layer's output).
+struct WithLossInBackward : torch::autograd::Function<WithLossInBackward> {
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& output, const at::Tensor& loss) {
+    ctx->save_for_backward({loss.detach()});  // a scalar: its dtype and device for the gradient
+    return output.view_as(output);
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    return {grads[0], at::ones_like(ctx->get_saved_variables()[0])};
+  }
+};
 
 // This rank's micro-batches of the step, collated; nullopt where a short last batch left it nothing and the
 // strategy lets it sit out (else it runs another rank's first sample, `stand_in`, whose loss counts 0).
@@ -58,12 +72,20 @@ class StepMicroBatches : public distributed::MicroBatches {
       result.metrics[0][0] += result.unnormalised_loss.detach().to(at::kDouble) * units_;
     }
     if (local_[k].stand_in) loss = loss * 0.0;  // takes part in the collectives, changes no gradient
-    else metrics_[k] = result.metrics;
+    else add_metrics(k, result.metrics);
     return c_.scaler ? c_.scaler->scale(loss) : loss;
   }
   at::Tensor stage_output(size_t k) override {
-    model::AutocastScope autocast(c_.model->device().type(), c_.autocast);
-    return c_.objective.stage_output(c_.model, *local_[k].batch);
+    StageResult stage;
+    {
+      model::AutocastScope autocast(c_.model->device().type(), c_.autocast);
+      stage = c_.objective.stage_output(c_.model, *local_[k].batch);
+    }
+    if (!local_[k].stand_in) add_metrics(k, stage.metrics);
+    if (!stage.loss.defined() || !stage.loss.requires_grad()) return stage.output;
+    at::Tensor loss = stage.loss / std::max(units_, 1e-12);
+    if (local_[k].stand_in) loss = loss * 0.0;
+    return WithLossInBackward::apply(stage.output, c_.scaler ? c_.scaler->scale(loss) : loss);
   }
   // After the backward passes were queued: the metrics in one copy each.
   void add_metrics(MetricWindow& window) const {
@@ -72,6 +94,10 @@ class StepMicroBatches : public distributed::MicroBatches {
   }
 
  private:
+  // Under interleaved pipeline parallelism a rank runs a stage before the last and the last: both report.
+  void add_metrics(size_t k, const at::Tensor& m) {
+    if (m.defined()) metrics_[k] = metrics_[k].defined() ? metrics_[k] + m.to(metrics_[k].device()) : m;
+  }
   StepContext& c_;
   const std::vector<LocalMicroBatch>& local_;
   double units_;

@@ -12,6 +12,9 @@
 #  - a TP2 x PP2 checkpoint resumes exactly at TP2 x PP2 and continues at one rank and at DP2 as one rank would; so
 #    does a DP2 x PP2 one (its optimizer state split over the replicas) at one rank;
 #  - evaluation with gradient checkpointing passes through the stages and logs one rank's eval_loss;
+#  - on a Qwen3-MoE model: PP2, DP2 and TP2 x PP2 equal one rank; with Megatron's --moe_aux_loss_coeff (each stage's
+#    sparse layer adding its term) PP2 and TP2 x PP2 equal one rank, and so do load_balancing_loss and
+#    expert_load_max, which add every stage's layers; transformers' --router_aux_loss_coef is refused;
 #  - the seeds' Megatron command line runs as written at --tp_size 2 --pp_size 2 --dp_size 1 on 4 ranks;
 #  - more stages than layers and sizes that do not divide the ranks stop with exit 2 before the model loads.
 # swift rlhf through the stages: rlhf_model_parallel_test.sh.
@@ -44,8 +47,8 @@ done
 
 # Qwen3-MoE (layer 0 dense, layer 1 sparse: 4 experts, top 2): PP=2 puts one on each stage, DP=2 splits the
 # samples, TP2 x PP2 (sequence parallelism: the dense layer split, the sparse one routing each rank's part of the
-# sequence) on 4 ranks; each equals one rank. The router's aux loss under PP, and TP on a MoE model without
-# --sequence_parallel, are errors.
+# sequence) on 4 ranks; each equals one rank. transformers' router aux loss under PP (pooled over every layer), and
+# TP on a MoE model without --sequence_parallel, are errors.
 mkdir -p "$TMP/moe_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/moe_config/"
 "$PY" - "$TMP/moe_config/config.json" <<'P'
 import json, sys
@@ -63,12 +66,47 @@ run dp2_moe 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" 
 compare dp2_moe "$TMP/one_moe" "$TMP/dp2_moe"
 run pp2_moe_aux 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --pp_size 2 \
   --router_aux_loss_coef 0.01 --output_dir "$TMP/x_aux"
-has pp2_moe_aux "--router_aux_loss_coef with --pp_size 2 is not available yet" err
+has pp2_moe_aux "--router_aux_loss_coef with --pp_size 2 is not available (transformers' loss pools the routers of every layer" err
 run tp2_pp2_moe 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --tp_size 2 --pp_size 2 \
   --sequence_parallel true --output_dir "$TMP/tp2_pp2_moe"
 compare tp2_pp2_moe "$TMP/one_moe" "$TMP/tp2_pp2_moe"
 run tp2_moe 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" --tp_size 2 --output_dir "$TMP/x_tp"
 has tp2_moe "--tp_size 2 on a mixture-of-experts model (qwen3_moe) needs --sequence_parallel true" err
+
+# Megatron's layer-by-layer load-balancing loss (--moe_aux_loss_coeff) on a model whose two layers are both sparse:
+# at PP=2 each stage adds its own layer's term, attached to its output's backward; the logged load_balancing_loss
+# and expert_load_max add every stage's layers. Equal to one rank, the loss and the routers' figures; so is TP2 x PP2.
+mkdir -p "$TMP/moe_sparse_config" && cp "$TMP/moe_config/"* "$TMP/moe_sparse_config/"
+"$PY" - "$TMP/moe_sparse_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(mlp_only_layers=[])
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+"$SWIFT" export --model "$TMP/moe_sparse_config" --init_strategy normal --seed 5 --output_dir "$TMP/moe_sparse" >/dev/null 2>&1 \
+  || bad "export moe_sparse"
+aux=(--moe_aux_loss_coeff 0.5)
+run one_moe_aux 0 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --output_dir "$TMP/one_moe_aux"
+routers_like() {  # routers_like NAME REF RUN: the routers' figures of every step equal
+  "$PY" - "$2" "$3" <<'P' && ok || bad "$1: the routers' figures differ from one rank"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb = rows(sys.argv[1]), rows(sys.argv[2])
+keys = ("load_balancing_loss", "expert_load_max")
+assert len(ra) == len(rb) == 4 and all(k in r for r in ra + rb for k in keys), (ra, rb)
+worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in keys)
+assert worst < 1e-5, (worst, ra, rb)
+print(f"load_balancing_loss and expert_load_max within {worst:.1e}")
+P
+}
+run pp2_moe_aux_on 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --pp_size 2 \
+  --output_dir "$TMP/pp2_moe_aux_on"
+compare pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on"
+routers_like pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on"
+run tp2_pp2_moe_aux 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --tp_size 2 \
+  --pp_size 2 --sequence_parallel true --output_dir "$TMP/tp2_pp2_moe_aux"
+compare tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux"
+routers_like tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux"
 
 # The untied Qwen2: PP=4 (a layer each; the middle stages hold no embedding or head), an uneven PP=2 split (1 + 3
 # layers), TP2 x PP2 and DP2 x PP2.

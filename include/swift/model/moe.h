@@ -108,7 +108,8 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
 // Megatron-Core's load-balancing loss (--moe_aux_loss_coeff; switch_load_balancing_loss_func), layer by layer: for
 // each sparse layer (E / k) x sum_e (tokens that chose expert e among their top k / tokens: summing to k over the
 // experts) x (mean router probability of e), over the tokens of this forward (pads, `mask` 0, left out). Returns [the sum over the
-// layers, the number of layers] (float32; the first differentiable).
+// layers, the number of layers] (float32; the first differentiable; [0, 0] on the host without router logits: a
+// pipeline stage of dense layers).
 at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
 
 // How unevenly one forward's tokens spread over the experts: for each sparse layer's router logits [N, E], the

@@ -30,6 +30,18 @@ struct MicroBatchResult {
   at::Tensor unnormalised_loss;
 };
 
+// Pipeline parallelism: what a stage before the last computes for a micro-batch.
+struct StageResult {
+  StageResult(at::Tensor out = {}) : output(std::move(out)) {}  // NOLINT(google-explicit-constructor): most give only this
+  at::Tensor output;  // the hidden states it sends to the next stage
+  // Undefined, or the loss its own layers add (Megatron's load-balancing loss of its sparse layers), to be divided by
+  // the step's normaliser as MicroBatchResult::loss; its backward runs with the output's.
+  at::Tensor loss;
+  // Undefined, or [n, 2] as MicroBatchResult::metrics: the (sum, count) of what its layers report, (0, 0) in the
+  // other rows. Every stage's are summed.
+  at::Tensor metrics;
+};
+
 class TrainingObjective {
  public:
   virtual ~TrainingObjective() = default;
@@ -52,7 +64,7 @@ class TrainingObjective {
   virtual MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) = 0;
   // Pipeline parallelism, a stage before the last: what compute()'s forward with gradients runs through this stage's
   // layers (its inputs: the rows, masks and positions compute() gives the policy). Default: forward_args(batch).
-  virtual at::Tensor stage_output(model::CausalLM& policy, const data::Batch& batch);
+  virtual StageResult stage_output(model::CausalLM& policy, const data::Batch& batch);
 
   // Forward passes without gradients whose results compute() reads (a reference model's log-probabilities, the
   // policy's on other rows): the job runs them over a step's (or an evaluation round's) micro-batches before
