@@ -175,7 +175,18 @@ at::Tensor dropped_choices(const std::vector<at::Tensor>& router_logits, int64_t
   return at::stack({dropped, rows});
 }
 
-at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
+namespace {
+
+at::Tensor over(const SumOverRowShares& over_shares, const at::Tensor& counts) {
+  if (!over_shares) return counts;
+  at::NoGradGuard no_grad;
+  return over_shares(counts);
+}
+
+}  // namespace
+
+at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                               const SumOverRowShares& over_shares) {
   SWIFT_ASSERT(!router_logits.empty(), "router logits of at least one sparse layer");
   const int64_t experts = router_logits.front().size(-1);
   const auto options = router_logits.front().options().dtype(at::kFloat);
@@ -195,10 +206,14 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
       rows = rows.defined() ? rows + n : n;
     }
   }
-  return (chosen / rows * (probability / rows)).sum() * static_cast<double>(experts);
+  // One exchange for the counts of every layer (the choices without gradient, as transformers' one-hot).
+  const at::Tensor counts = over(over_shares, at::cat({chosen.detach(), rows.detach().reshape({1})}));
+  const at::Tensor all_rows = counts[experts];
+  return (counts.narrow(0, 0, experts) / all_rows * (probability / all_rows)).sum() * static_cast<double>(experts);
 }
 
-at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
+at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                                        const SumOverRowShares& over_shares) {
   if (router_logits.empty()) return at::zeros({2}, at::TensorOptions().dtype(at::kFloat));  // a stage of dense layers
   at::Tensor sum;
   for (const auto& logits : router_logits) {
@@ -207,9 +222,11 @@ at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_lo
     const at::Tensor picks = std::get<1>(at::topk(probs, top_k, -1));
     const at::Tensor weight = mask.defined() ? mask.reshape({-1, 1}).to(probs.options())
                                              : at::ones({logits.size(0), 1}, probs.options());
-    const at::Tensor tokens = weight.sum().clamp_min(1.0);
     const at::Tensor chose = at::zeros_like(probs).scatter(1, picks, 1.0);  // [N, E]
-    const at::Tensor share = (chose * weight).sum(0) / tokens;                // sums to k over the experts
+    // Megatron-Core's tokens_per_expert and token count, one exchange per layer as its router's.
+    const at::Tensor counts = over(over_shares, at::cat({(chose * weight).sum(0), weight.sum().reshape({1})}));
+    const at::Tensor tokens = counts[experts].clamp_min(1.0);
+    const at::Tensor share = counts.narrow(0, 0, experts) / tokens;  // sums to k over the experts
     const at::Tensor probability = (probs * weight).sum(0) / tokens;
     const at::Tensor layer = (share * probability).sum() * (static_cast<double>(experts) / static_cast<double>(top_k));
     sum = sum.defined() ? sum + layer : layer;
@@ -217,7 +234,8 @@ at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_lo
   return at::stack({sum, at::scalar_tensor(static_cast<double>(router_logits.size()), sum.options())});
 }
 
-at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask) {
+at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                           const SumOverRowShares& over_shares) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> loads, seen;  // per layer, on the device
   for (const auto& logits : router_logits) {
@@ -225,7 +243,7 @@ at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t
     const at::Tensor picks = std::get<1>(at::topk(logits, top_k, -1)).reshape({-1});  // softmax keeps the order
     const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(logits.device(), at::kDouble).repeat_interleave(top_k)
                                              : at::ones({picks.size(0)}, logits.options().dtype(at::kDouble));
-    const at::Tensor counts = at::zeros({experts}, weight.options()).scatter_add(0, picks, weight);
+    const at::Tensor counts = over(over_shares, at::zeros({experts}, weight.options()).scatter_add(0, picks, weight));
     const at::Tensor total = counts.sum();
     seen.push_back(total.gt(0).to(at::kDouble));  // a layer that saw no token (all pads) counts for nothing
     loads.push_back(counts.max() / total.clamp_min(1.0) * static_cast<double>(experts) * seen.back());

@@ -40,17 +40,13 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
       model::CausalLM policy = c.policy;  // a handle: the same module
       model::set_expert_capacity(policy, {o.moe_expert_capacity_factor, o.moe_drop_by_position});
       // Megatron's loss is layer by layer: each pipeline stage adds its own layers' (StageResult::loss).
-      // transformers' pools every layer's routers first, which stages cannot; a context-parallel rank would see only
-      // its share of the tokens.
+      // transformers' pools every layer's routers first, which stages cannot. Under context parallelism both count
+      // the experts' choices over the whole rows (causal_lm_objective.cpp).
       const auto& p = o.parallel;
       SWIFT_CHECK(o.router_aux_loss_coef == 0 || p.pp_size == 1, UsageError,
                   "--router_aux_loss_coef with --pp_size " + std::to_string(p.pp_size) +
                       " is not available (transformers' loss pools the routers of every layer, which the stages split)",
                   "use Megatron's layer-by-layer --moe_aux_loss_coeff, which runs under pipeline parallelism");
-      const std::string flag = o.moe_aux_loss_coeff > 0 ? "--moe_aux_loss_coeff" : "--router_aux_loss_coef";
-      SWIFT_CHECK((o.router_aux_loss_coef == 0 && o.moe_aux_loss_coeff == 0) || p.cp_size == 1, UsageError,
-                  flag + " with --cp_size " + std::to_string(p.cp_size) + " is not available yet",
-                  "leave " + flag + " at 0 (ms-swift's default), or train without context parallelism");
     } else {
       for (const std::string& flag : train::router_flags_given(o))
         log_info(flag, " has no effect: ", c.policy->config().model_type, " has no mixture-of-experts layers");

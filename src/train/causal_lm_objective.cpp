@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include "swift/data/packing.h"
+#include "swift/model/context_parallel.h"
 #include "swift/model/moe.h"
 #include "swift/train/loss.h"
 
@@ -51,10 +52,12 @@ class CausalLmObjective : public TrainingObjective {
     MicroBatchResult result{sums.loss_sum, metrics.view({2, 2})};
     if (!moe) return result;
     const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
-    if (aux_loss()) {
-      const at::Tensor aux_loss = model::load_balancing_loss(routers, policy->config().moe.experts_per_token, mask);
+    if (aux_loss()) {  // under context parallelism this rank's part, counting 1/shares of the micro-batch
+      const at::Tensor aux_loss =
+          model::load_balancing_loss(routers, policy->config().moe.experts_per_token, mask, over_row_shares(policy));
       result.unnormalised_loss = options_.router_aux_loss_coef * aux_loss;
-      const at::Tensor logged = at::stack({aux_loss.detach().to(at::kDouble), at::ones({}, loss.options())}).view({1, 2});
+      const at::Tensor logged =
+          at::stack({aux_loss.detach().to(at::kDouble), at::full({}, 1.0 / row_shares(policy), loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
     }
     RouterTerms terms = router_terms(policy, routers, batch, mask);
@@ -74,8 +77,9 @@ class CausalLmObjective : public TrainingObjective {
     const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
     RouterTerms terms = router_terms(policy, routers, batch, mask);
     stage.loss = terms.loss;
-    // loss and token_acc (and transformers' aux_loss, refused under pipeline parallelism) are the last stage's.
-    const int64_t last_stage_rows = aux_loss() ? 3 : 2;
+    // The rows before them (loss, token_acc; transformers' aux_loss, refused under pipeline parallelism) are the
+    // last stage's.
+    const auto last_stage_rows = static_cast<int64_t>(metric_names().size()) - terms.metrics.size(0);
     stage.metrics = at::cat({at::zeros({last_stage_rows, 2}, terms.metrics.options()), terms.metrics});
     return stage;
   }
@@ -84,6 +88,8 @@ class CausalLmObjective : public TrainingObjective {
   // What this rank's sparse layers give for one forward: Megatron's load-balancing loss (a term of the loss sum,
   // before the step's division; undefined without --moe_aux_loss_coeff or sparse layers here), and the rows of
   // load_balancing_loss, expert_load_max and expert_drop_rate that are logged, each (sum over the layers, layers).
+  // Under context parallelism the load-balancing loss is this rank's part (its tokens' probabilities against the
+  // whole rows' counts), counting 1/shares of the layers; the experts' load is the whole rows'.
   struct RouterTerms {
     at::Tensor loss, metrics;
   };
@@ -93,17 +99,31 @@ class CausalLmObjective : public TrainingObjective {
     RouterTerms out;
     std::vector<at::Tensor> rows;
     if (megatron_aux_loss()) {
-      const at::Tensor layers = model::megatron_load_balancing_loss(routers, c.experts_per_token, mask);
+      const model::SumOverRowShares over_shares = over_row_shares(policy);
+      const at::Tensor layers = model::megatron_load_balancing_loss(routers, c.experts_per_token, mask, over_shares);
       const at::Tensor& real = batch.attention_mask;  // on the host: its count needs no wait for the device
-      const double tokens_here = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
-      if (!routers.empty()) out.loss = options_.moe_aux_loss_coeff * tokens_here * layers[0];
-      rows.push_back(layers.detach().to(at::kDouble));
+      double tokens = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
+      if (over_shares)  // the whole rows' (a context-parallel batch has its mask)
+        tokens = over_shares(mask.sum().to(at::kFloat)).item<double>();
+      if (!routers.empty()) out.loss = options_.moe_aux_loss_coeff * tokens * layers[0];
+      const at::Tensor logged = layers.detach().to(at::kDouble);
+      rows.push_back(at::stack({logged[0], logged[1] / row_shares(policy)}));
     }
-    rows.push_back(model::expert_load_max(routers, c.experts_per_token, mask));
+    rows.push_back(model::expert_load_max(routers, c.experts_per_token, mask, over_row_shares(policy)));
     if (capacity().drops()) rows.push_back(model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask));
     for (auto& r : rows) r = r.to(rows.front().device());
     out.metrics = at::stack(rows);
     return out;
+  }
+  // Context parallelism: the ranks holding shares of each row, and a token count's sum over them.
+  static int row_shares(const model::CausalLM& policy) {
+    const model::ContextParallel* cp = policy->context_parallel();
+    return cp ? cp->comm->size() : 1;
+  }
+  static model::SumOverRowShares over_row_shares(const model::CausalLM& policy) {
+    const model::ContextParallel* cp = policy->context_parallel();
+    if (!cp) return {};
+    return [comm = cp->comm](const at::Tensor& t) { return model::sum_over_context_parallel(t, *comm); };
   }
   bool aux_loss() const { return options_.router_aux_loss_coef > 0; }
   bool megatron_aux_loss() const { return options_.moe_aux_loss_coeff > 0; }

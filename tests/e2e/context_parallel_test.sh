@@ -10,6 +10,9 @@
 #    data group) on 4 ranks equal one rank;
 #  - evaluation with gradient checkpointing on the tied Qwen3 logs one rank's eval_loss;
 #  - a CP2 checkpoint resumes exactly at CP2 and continues at one rank as one rank's run does;
+#  - on a Qwen3-MoE model the routers' load-balancing losses (Megatron's --moe_aux_loss_coeff at CP2, transformers'
+#    --router_aux_loss_coef under Ulysses) and the logged aux_loss, load_balancing_loss and expert_load_max equal one
+#    rank's;
 #  - ms-swift's sequence-parallel example command line runs as written (scaled to 2 ranks);
 #  - both flags at once, a size that does not divide the ranks and swift rlhf's ORPO with CP stop with exit 2 before
 #    the model loads (DPO and KTO under CP: rlhf_model_parallel_test.sh).
@@ -134,6 +137,22 @@ run msswift_example 0 env NPROC_PER_NODE=2 CELOSS_PARALLEL_SIZE=2048 "$SWIFT" sf
   --model_name Tiny Tests --model_author Tests Tests --output_dir "$TMP/msswift_example"
 ls "$TMP"/msswift_example/v0-*/checkpoint-1/adapter_model.safetensors >/dev/null 2>&1 && ok || bad "msswift_example wrote no adapter"
 has msswift_example_split "attention by Ulysses all-to-all" err
+
+# The routers' load-balancing losses on a Qwen3-MoE model (2 sparse layers): each rank's tokens' probabilities
+# against the whole rows' expert counts, the parts adding up over the group. Megatron's layer-by-layer loss at CP2
+# (ring) and transformers' pooled one under Ulysses equal one rank, and so do the logged figures.
+export_moe_model
+moe_aux() {  # moe_aux NAME LAYOUT_FLAG SIZE FLAGS... (the one-rank run once per NAME)
+  local name="$1" layout="$2" size="$3"; shift 3
+  run "one_$name" 0 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "$@" --output_dir "$TMP/one_$name"
+  run "cp2_$name" 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "$@" "$layout" "$size" \
+    --output_dir "$TMP/cp2_$name"
+  compare "cp2_$name" "$TMP/one_$name" "$TMP/cp2_$name"
+}
+moe_aux megatron_aux --cp_size 2 --moe_aux_loss_coeff 0.5
+routers_like cp2_megatron_aux "$TMP/one_megatron_aux" "$TMP/cp2_megatron_aux" load_balancing_loss expert_load_max
+moe_aux router_aux --sequence_parallel_size 2 --router_aux_loss_coef 0.05
+routers_like cp2_router_aux "$TMP/one_router_aux" "$TMP/cp2_router_aux" aux_loss expert_load_max
 
 # Checked before anything loads, naming the flag.
 run both 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/qwen2" "${common[@]}" --cp_size 2 --sequence_parallel_size 2 \

@@ -52,6 +52,20 @@ print(f"losses and grad norms within {worst:.1e}, weights within {diff:.1e}")
 P
 }
 
+# routers_like NAME REF_RUN RUN KEY...: the mixture-of-experts figures KEY (load_balancing_loss, expert_load_max,
+# aux_loss) logged at each of the 4 steps agree to 1e-5.
+routers_like() {
+  "$PY" - "$@" <<'P' && ok || bad "$1: the routers' figures differ from one rank"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+ra, rb, keys = rows(sys.argv[2]), rows(sys.argv[3]), sys.argv[4:]
+assert keys and len(ra) == len(rb) == 4 and all(k in r for r in ra + rb for k in keys), (keys, ra, rb)
+worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in keys)
+assert worst < 1e-5, (worst, ra, rb)
+print(f"{', '.join(keys)} within {worst:.1e}")
+P
+}
+
 # tail_like NAME REF_RUN RUN TOLERANCE: RUN (resumed at step 3 of 6) logs REF_RUN's loss and grad norm at steps
 # 4..6, exactly when TOLERANCE is 0.
 tail_like() {

@@ -14,7 +14,8 @@
 #  - evaluation with gradient checkpointing passes through the stages and logs one rank's eval_loss;
 #  - on a Qwen3-MoE model: PP2, DP2 and TP2 x PP2 equal one rank; with Megatron's --moe_aux_loss_coeff (each stage's
 #    sparse layer adding its term) PP2 and TP2 x PP2 equal one rank, and so do load_balancing_loss and
-#    expert_load_max, which add every stage's layers; transformers' --router_aux_loss_coef is refused;
+#    expert_load_max, which add every stage's layers (so does expert_drop_rate with a capacity factor; a first stage
+#    without sparse layers adds nothing); transformers' --router_aux_loss_coef is refused;
 #  - the seeds' Megatron command line runs as written at --tp_size 2 --pp_size 2 --dp_size 1 on 4 ranks;
 #  - more stages than layers and sizes that do not divide the ranks stop with exit 2 before the model loads.
 # swift rlhf through the stages: rlhf_model_parallel_test.sh.
@@ -87,26 +88,27 @@ P
   || bad "export moe_sparse"
 aux=(--moe_aux_loss_coeff 0.5)
 run one_moe_aux 0 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --output_dir "$TMP/one_moe_aux"
-routers_like() {  # routers_like NAME REF RUN: the routers' figures of every step equal
-  "$PY" - "$2" "$3" <<'P' && ok || bad "$1: the routers' figures differ from one rank"
-import json, sys
-rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
-ra, rb = rows(sys.argv[1]), rows(sys.argv[2])
-keys = ("load_balancing_loss", "expert_load_max")
-assert len(ra) == len(rb) == 4 and all(k in r for r in ra + rb for k in keys), (ra, rb)
-worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in keys)
-assert worst < 1e-5, (worst, ra, rb)
-print(f"load_balancing_loss and expert_load_max within {worst:.1e}")
-P
-}
 run pp2_moe_aux_on 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --pp_size 2 \
   --output_dir "$TMP/pp2_moe_aux_on"
 compare pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on"
-routers_like pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on"
+routers_like pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on" load_balancing_loss expert_load_max
 run tp2_pp2_moe_aux 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --tp_size 2 \
   --pp_size 2 --sequence_parallel true --output_dir "$TMP/tp2_pp2_moe_aux"
 compare tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux"
-routers_like tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux"
+routers_like tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux" load_balancing_loss expert_load_max
+# With the capacity dropping choices (expert_drop_rate adds the stages' too), and on the model whose first stage has
+# no sparse layer (its stage adds no loss term and no figures).
+drops=("${aux[@]}" --moe_expert_capacity_factor 0.75)
+run one_moe_drops 0 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${drops[@]}" --output_dir "$TMP/one_moe_drops"
+run pp2_moe_drops 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${drops[@]}" --pp_size 2 \
+  --output_dir "$TMP/pp2_moe_drops"
+compare pp2_moe_drops "$TMP/one_moe_drops" "$TMP/pp2_moe_drops"
+routers_like pp2_moe_drops "$TMP/one_moe_drops" "$TMP/pp2_moe_drops" load_balancing_loss expert_load_max expert_drop_rate
+run one_moe_dense_first 0 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "${aux[@]}" --output_dir "$TMP/one_moe_dense_first"
+run pp2_moe_dense_first 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "${aux[@]}" --pp_size 2 \
+  --output_dir "$TMP/pp2_moe_dense_first"
+compare pp2_moe_dense_first "$TMP/one_moe_dense_first" "$TMP/pp2_moe_dense_first"
+routers_like pp2_moe_dense_first "$TMP/one_moe_dense_first" "$TMP/pp2_moe_dense_first" load_balancing_loss expert_load_max
 
 # The untied Qwen2: PP=4 (a layer each; the middle stages hold no embedding or head), an uneven PP=2 split (1 + 3
 # layers), TP2 x PP2 and DP2 x PP2.

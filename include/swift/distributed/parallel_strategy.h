@@ -57,7 +57,9 @@ class MicroBatches {
   // the step); its metrics are kept by the caller. On a pipeline's last stage the model reads the previous stage's
   // output from its PipelineStage.
   virtual at::Tensor loss(size_t k) = 0;
-  // Pipeline parallelism, on a stage before the last: micro-batch k through this stage's layers (its output).
+  // Pipeline parallelism, on a stage before the last: micro-batch k through this stage's layers (its output, to
+  // which any loss of the stage's own is attached so that the output's backward runs it; its metrics kept by the
+  // caller).
   virtual at::Tensor stage_output(size_t k) = 0;
 };
 
@@ -99,7 +101,8 @@ class ParallelStrategy {
   const std::string& device() const { return device_; }
   // Numbers summed over the ranks that train on different samples (token counts, metric sums).
   virtual std::vector<double> sum(const std::vector<double>& values);
-  // Logged metric sums, on every rank: sum(), unless only some ranks compute the loss (a pipeline's last stage).
+  // Logged metric sums, on every rank: sum(), and under pipeline parallelism over the stages too (the loss is the
+  // last stage's, a stage's own layers' figures its own).
   virtual std::vector<double> sum_metrics(const std::vector<double>& values) { return sum(values); }
   // Rank 0's `value` on every rank (a run folder's path).
   std::string share(const std::string& key, const std::string& value);

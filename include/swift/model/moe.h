@@ -12,6 +12,7 @@
 #include <torch/nn/module.h>
 #include <torch/nn/pimpl.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,22 +101,31 @@ at::Tensor dropped_choices(const std::vector<at::Tensor>& router_logits, int64_t
 // output_router_logits), in layer order; null stops it. The caller clears the log between forwards.
 void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log);
 
+// Context parallelism: a count over tokens summed over the ranks holding shares of the same rows (the figures below
+// then use every rank's token counts, each rank's probabilities over its own tokens: a rank's loss is its part of the
+// whole rows', the parts adding up over the group, as Megatron-Core reduces tokens_per_expert over its TP x CP
+// group). Empty: the tokens here are the rows' (one rank, or the rows whole on every rank).
+using SumOverRowShares = std::function<at::Tensor(const at::Tensor&)>;
+
 // transformers' load_balancing_loss_func (Switch Transformer's auxiliary loss) over one forward's router logits:
 // E x sum_e (share of the top-k choices that went to expert e) x (mean router probability of e), over every layer's
 // tokens together; `mask` [B, T] (1 real, 0 pad; undefined: every token) leaves the pads out. float32 scalar.
-at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
+at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                               const SumOverRowShares& over_shares = {});
 
 // Megatron-Core's load-balancing loss (--moe_aux_loss_coeff; switch_load_balancing_loss_func), layer by layer: for
 // each sparse layer (E / k) x sum_e (tokens that chose expert e among their top k / tokens: summing to k over the
 // experts) x (mean router probability of e), over the tokens of this forward (pads, `mask` 0, left out). Returns [the sum over the
 // layers, the number of layers] (float32; the first differentiable; [0, 0] on the host without router logits: a
 // pipeline stage of dense layers).
-at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
+at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                                        const SumOverRowShares& over_shares = {});
 
 // How unevenly one forward's tokens spread over the experts: for each sparse layer's router logits [N, E], the
 // busiest expert's share of the top-k choices times E (1: every expert equally busy; E: every token to one expert),
 // the pads (`mask` [B, T], 0) left out. Returns [the sum over the layers that saw a token, their count] (float64, on
 // the logits' device: computed without waiting for the device, as the other metrics).
-at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask);
+at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+                           const SumOverRowShares& over_shares = {});
 
 }  // namespace swift::model
