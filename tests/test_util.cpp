@@ -58,6 +58,12 @@ nlohmann::json tiny_config(const std::string& family) {
     j["norm_topk_prob"] = family == "qwen3_moe";
     if (family == "qwen2_moe") j["shared_expert_intermediate_size"] = 48;
   }
+  if (family == "mixtral") {  // 4 experts of intermediate_size, top 2, on every layer
+    j["num_local_experts"] = 4;
+    j["num_experts_per_tok"] = 2;
+    j["intermediate_size"] = 32;
+    j["sliding_window"] = nullptr;
+  }
   return j;
 }
 

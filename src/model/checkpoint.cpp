@@ -83,6 +83,13 @@ void place_parameters(CausalLM& model, const std::vector<Placement>& where, c10:
   }
 }
 
+// The name `folder` holds parameter `name` under: Hugging Face's stored name (Mixtral's sparse blocks differ from the
+// module paths), or the parameter's own where swift wrote it (model-parallel parts).
+std::string name_in_folder(const io::SafetensorsFolder& folder, const std::string& name, const MoeConfig& moe) {
+  const std::string stored = stored_parameter_name(name, moe);
+  return folder.contains(stored) || !folder.contains(name) ? stored : name;
+}
+
 // where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere or kDeferred parameter is
 // checked against the files but not read.
 void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantizer* quantizer, c10::Device device,
@@ -94,13 +101,14 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
   if (quantizer) quantizer->load(model, weights, device, dir.string(), used);
   const bool prequantized = quantizer && quantizer->prequantized();
   size_t index = 0;
+  const MoeConfig& moe = model->config().moe;
   for (auto& item : model->named_parameters()) {
-    const std::string& name = item.key();
+    const std::string name = name_in_folder(weights, item.key(), moe);
     const Placement place = where.empty() ? Placement::kDevice : where[index++];
     const bool elsewhere = place == Placement::kElsewhere || place == Placement::kDeferred;
     if (used.count(name)) continue;  // a quantized layer's weight
     if (!weights.contains(name)) {
-      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
+      const auto experts = find_stored_experts(weights, item.key(), moe);
       if (!experts) {
         missing.push_back(name);
         continue;
@@ -243,12 +251,12 @@ int64_t read_deferred_weights(CausalLM& model, const WeightSliceOf& slice_of) {
   torch::NoGradGuard no_grad;
   int64_t bytes = 0;
   for (auto& item : model->named_parameters()) {
-    const std::string& name = item.key();
-    if (!deferred->names.count(name)) continue;
+    if (!deferred->names.count(item.key())) continue;
+    const std::string name = name_in_folder(weights, item.key(), model->config().moe);
     at::Tensor& p = item.value();
-    const std::optional<WeightSlice> slice = slice_of ? slice_of(name) : std::nullopt;
+    const std::optional<WeightSlice> slice = slice_of ? slice_of(item.key()) : std::nullopt;
     if (!weights.contains(name)) {  // a mixture-of-experts layer's experts, stored one tensor per expert
-      const auto experts = find_stored_experts(weights, name, model->config().moe.num_experts);
+      const auto experts = find_stored_experts(weights, item.key(), model->config().moe);
       SWIFT_CHECK(experts && experts->missing.empty() && experts->problem.empty(), DataError,
                   deferred->folder.string() + " lost " + name + " after loading",
                   "keep a model's folder unchanged while a run loads it");
@@ -340,8 +348,9 @@ void save_model(CausalLM& model, const fs::path& dir, const SaveOptions& options
     }
     at::Tensor t = item.value().detach();
     if (options.dtype) t = t.to(*options.dtype);
-    if (append_stored_experts(item.key(), t, tensors)) continue;  // as transformers saves experts: one per tensor
-    tensors.emplace_back(item.key(), t);
+    // As transformers saves them: experts one per tensor, under the family's stored names.
+    if (append_stored_experts(item.key(), t, model->config().moe, tensors)) continue;
+    tensors.emplace_back(stored_parameter_name(item.key(), model->config().moe), t);
   }
   SWIFT_ASSERT(quantized.empty() || options.quantization_config || model->config().raw.contains("quantization_config"),
                "a quantized model is saved with its quantization_config");

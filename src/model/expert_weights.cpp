@@ -13,18 +13,30 @@ bool ends_with(const std::string& s, const std::string& tail) {
   return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
 }
 
-// The stored projections a stacked parameter is made of, in order, and the prefix up to ".experts".
-std::optional<std::pair<std::string, std::vector<std::string>>> stored_projections(const std::string& name) {
+// The stored projections a stacked parameter is made of, in order, and the stored prefix before "experts." (with
+// its dot).
+std::optional<std::pair<std::string, std::vector<std::string>>> stored_projections(const std::string& name,
+                                                                                   const MoeConfig& moe) {
+  const auto& parts = moe.stored_expert_parts;  // gate, up, down
   if (ends_with(name, kGateUp))
-    return std::pair{name.substr(0, name.size() - kGateUp.size()), std::vector<std::string>{"gate_proj", "up_proj"}};
+    return std::pair{stored_parameter_name(name.substr(0, name.size() - kGateUp.size()) + ".", moe),
+                     std::vector<std::string>{parts.at(0), parts.at(1)}};
   if (ends_with(name, kDown))
-    return std::pair{name.substr(0, name.size() - kDown.size()), std::vector<std::string>{"down_proj"}};
+    return std::pair{stored_parameter_name(name.substr(0, name.size() - kDown.size()) + ".", moe),
+                     std::vector<std::string>{parts.at(2)}};
   return std::nullopt;
 }
 
 }  // namespace
 
-bool is_expert_parameter(const std::string& name) { return stored_projections(name).has_value(); }
+bool is_expert_parameter(const std::string& name) { return ends_with(name, kGateUp) || ends_with(name, kDown); }
+
+std::string stored_parameter_name(const std::string& name, const MoeConfig& moe) {
+  static const std::string kBlock = ".mlp.";
+  const size_t at = name.find(kBlock);
+  if (moe.stored_block == "mlp" || at == std::string::npos || name.rfind("model.layers.", 0) != 0) return name;
+  return name.substr(0, at) + "." + moe.stored_block + "." + name.substr(at + kBlock.size());
+}
 
 namespace {
 
@@ -37,8 +49,9 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& folder, const std::string& name,
-                                                 int64_t num_experts) {
-  const auto projections = stored_projections(name);
+                                                 const MoeConfig& moe) {
+  const auto projections = stored_projections(name, moe);
+  const int64_t num_experts = moe.num_experts;
   if (!projections || num_experts <= 0) return std::nullopt;
   const auto& [prefix, parts] = *projections;
   StoredExperts out;
@@ -47,7 +60,7 @@ std::optional<StoredExperts> find_stored_experts(const io::SafetensorsFolder& fo
     std::vector<std::string> keys;
     std::vector<int64_t> shape;
     for (const auto& part : parts) {
-      const std::string key = prefix + ".experts." + std::to_string(e) + "." + part + ".weight";
+      const std::string key = prefix + "experts." + std::to_string(e) + "." + part + ".weight";
       keys.push_back(key);
       if (!folder.contains(key)) {
         out.missing.push_back(key);
@@ -85,14 +98,15 @@ void read_stored_experts(const io::SafetensorsFolder& folder, const StoredExpert
   }
 }
 
-bool append_stored_experts(const std::string& name, const at::Tensor& stacked, io::NamedTensors& out) {
-  const auto projections = stored_projections(name);
+bool append_stored_experts(const std::string& name, const at::Tensor& stacked, const MoeConfig& moe,
+                           io::NamedTensors& out) {
+  const auto projections = stored_projections(name, moe);
   if (!projections || stacked.dim() != 3) return false;
   const auto& [prefix, parts] = *projections;
   const int64_t rows = stacked.size(1) / static_cast<int64_t>(parts.size());
   for (int64_t e = 0; e < stacked.size(0); ++e)
     for (size_t p = 0; p < parts.size(); ++p)
-      out.emplace_back(prefix + ".experts." + std::to_string(e) + "." + parts[p] + ".weight",
+      out.emplace_back(prefix + "experts." + std::to_string(e) + "." + parts[p] + ".weight",
                        stacked[e].narrow(0, static_cast<int64_t>(p) * rows, rows));
   return true;
 }

@@ -108,6 +108,32 @@ void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
   for (auto& w : c.layer_sliding_window) w = window;
 }
 
+// Mixtral: Mistral's attention, every layer a sparse block of num_local_experts experts as wide as intermediate_size,
+// the top-k probabilities always renormalised, no shared expert; its files keep Mixtral's original names
+// (block_sparse_moe, w1/w3/w2), which transformers renames on load and back on save.
+void apply_mixtral(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  apply_mistral(j, c, problems);
+  MoeConfig& m = c.moe;
+  m.num_experts = integer(j, "num_local_experts", 8);
+  m.experts_per_token = integer(j, "num_experts_per_tok", 2);
+  m.expert_intermediate_size = c.intermediate_size;
+  m.norm_topk_prob = true;
+  m.router_aux_loss_coef = j.contains("router_aux_loss_coef") && j.at("router_aux_loss_coef").is_number()
+                               ? j.at("router_aux_loss_coef").get<double>() : 0.001;
+  m.stored_block = "block_sparse_moe";
+  m.stored_expert_parts = {"w1", "w3", "w2"};
+  if (m.num_experts <= 0) problems.push_back("num_local_experts must be positive, got " + std::to_string(m.num_experts));
+  if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts)
+    problems.push_back("num_experts_per_tok must be between 1 and num_local_experts (" + std::to_string(m.num_experts) +
+                       "), got " + std::to_string(m.experts_per_token));
+  // transformers scales the router's input by a random factor in training; swift's routing is deterministic.
+  if (j.contains("router_jitter_noise") && j.at("router_jitter_noise").is_number() &&
+      j.at("router_jitter_noise").get<double>() != 0.0)
+    problems.push_back("router_jitter_noise " + j.at("router_jitter_noise").dump() +
+                       " is not supported (set it to 0.0, as Mixtral's released configs have it)");
+  m.sparse_layers.assign(static_cast<size_t>(c.num_hidden_layers), true);
+}
+
 }  // namespace
 
 const std::vector<ModelFamily>& model_families() {
@@ -118,6 +144,7 @@ const std::vector<ModelFamily>& model_families() {
       {"qwen3", {"Qwen3ForCausalLM"}, "qwen3", apply_qwen3},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
+      {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama
   };
   return families;
 }

@@ -16,6 +16,7 @@
 #    and TP2 x EP4 (the EP group spans TP and DP) give one rank's numbers, full and LoRA, and the aux loss too; a
 #    TP2 x EP2 checkpoint resumes exactly at TP2 x EP2 and continues at one rank; TP4 x EP2 (two holders of each
 #    expert inside one replica) equals TP4; TP2 parts (--save_safetensors false) join into one rank's weights;
+#  - Mixtral (its files in Mixtral's names) at EP2 equals one rank, and transformers loads what it saves;
 #  - an --ep_size that does not divide the ranks of a stage, a dense model, --tp_size on a MoE model without
 #    --sequence_parallel, a capacity factor with --tp_size, and ZeRO-2 stop with exit 2
 #    before the model loads.
@@ -219,6 +220,36 @@ assert [r["global_step/max_steps"] for r in b] == ["4/6", "5/6", "6/6"], b
 for x, y in zip(a, b):
     for k in ("loss", "grad_norm"):
         assert abs(x[k] - y[k]) / max(1.0, abs(x[k])) < 1e-5, (x, y)
+P
+
+# Mixtral (every layer sparse; its files in Mixtral's names: block_sparse_moe, experts' w1/w3/w2) from the Mistral
+# tokenizer's tiny config: EP2 equals one rank; the checkpoint keeps Mixtral's names and transformers loads it; the
+# chat template is ms-swift's for Mixtral (llama).
+mkdir -p "$TMP/mixtral_config" && cp "$ROOT/configs/models/mistral-tiny/"* "$TMP/mixtral_config/"
+"$PY" - "$TMP/mixtral_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c.update(model_type="mixtral", architectures=["MixtralForCausalLM"], num_local_experts=4, num_experts_per_tok=2,
+         intermediate_size=64, router_jitter_noise=0.0)
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+"$SWIFT" export --model "$TMP/mixtral_config" --init_strategy normal --seed 5 --output_dir "$TMP/mixtral" >/dev/null 2>&1 \
+  || bad "export mixtral"
+run one_mixtral 0 "$SWIFT" sft --model "$TMP/mixtral" "${base[@]}" --per_device_train_batch_size 2 \
+  --output_dir "$TMP/one_mixtral"
+run ep2_mixtral 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/mixtral" "${base[@]}" --per_device_train_batch_size 1 \
+  --ep_size 2 --output_dir "$TMP/ep2_mixtral"
+compare ep2_mixtral "$TMP/one_mixtral" "$TMP/ep2_mixtral"
+"$PY" - "$TMP/one_mixtral" <<'P' && ok || bad "one_mixtral: not Mixtral's files, or transformers cannot load them"
+import json, sys, torch, transformers
+from safetensors import safe_open
+run = sys.argv[1]
+keys = set(safe_open(f"{run}/checkpoint-4/model.safetensors", "pt").keys())
+assert "model.layers.1.block_sparse_moe.gate.weight" in keys and "model.layers.0.block_sparse_moe.experts.3.w3.weight" in keys
+assert not any(".mlp." in k for k in keys), sorted(keys)[:8]
+assert json.load(open(f"{run}/args.json"))["template"] == "llama"
+m = transformers.AutoModelForCausalLM.from_pretrained(f"{run}/checkpoint-4", dtype=torch.float32)
+assert type(m).__name__ == "MixtralForCausalLM"
 P
 
 # Layouts that cannot work stop before anything loads.

@@ -55,15 +55,16 @@ at::Tensor per_token_reference(model::SparseMoeBlockImpl& block, const at::Tenso
 
 TEST(Moe, GroupedExpertsEqualAPerTokenLoop) {
   torch::NoGradGuard no_grad;
-  for (const std::string family : {"qwen3_moe", "qwen2_moe"}) {
+  for (const std::string family : {"qwen3_moe", "qwen2_moe", "mixtral"}) {
     SCOPED_TRACE(family);
     auto m = test::random_model(test::tiny_config(family), 3);
-    ASSERT_FALSE(m->model->layers[0]->as<model::DecoderLayerImpl>()->moe) << "mlp_only_layers [0] is dense";
+    ASSERT_EQ(static_cast<bool>(m->model->layers[0]->as<model::DecoderLayerImpl>()->moe), family == "mixtral")
+        << "mlp_only_layers [0] is dense; Mixtral's every layer is sparse";
     auto& block = sparse_block(m);
     EXPECT_EQ(static_cast<bool>(block.shared_expert), family == "qwen2_moe");
     const at::Tensor x = at::randn({2, 7, 64});
     const at::Tensor got = block.forward(x);
-    const at::Tensor want = per_token_reference(block, x, 2, family == "qwen3_moe");
+    const at::Tensor want = per_token_reference(block, x, 2, family != "qwen2_moe");
     EXPECT_LT((got - want).abs().max().item<double>(), 1e-5);
   }
 }

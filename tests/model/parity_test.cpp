@@ -14,6 +14,7 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
+#include "swift/model/generator.h"
 #include "test_util.h"
 #include "skip.h"
 
@@ -92,6 +93,25 @@ TEST_F(ParityTest, Fp32LogitsMatchTransformers) {
   }
 }
 
+// transformers' generate (greedy, 8 new tokens) and swift's Generator (its KV cache) continue row 0 alike.
+TEST_F(ParityTest, GreedyContinuationsMatchTransformers) {
+  torch::NoGradGuard no_grad;
+  for (const auto& name : cases_) {
+    SCOPED_TRACE(name);
+    auto c = load_case(name);
+    const at::Tensor prompt = c.ref->get("input_ids")[0].contiguous();
+    model::Generator generator(c.model);
+    model::SamplingParams p;
+    p.max_new_tokens = 8;
+    const auto r = generator.generate({std::vector<int64_t>(prompt.data_ptr<int64_t>(),
+                                                            prompt.data_ptr<int64_t>() + prompt.numel())}, p);
+    ASSERT_EQ(r.size(), 1u);
+    const at::Tensor want = c.ref->get("greedy").contiguous();
+    EXPECT_EQ(r[0].tokens, std::vector<int64_t>(want.data_ptr<int64_t>(), want.data_ptr<int64_t>() + want.numel()))
+        << name;
+  }
+}
+
 TEST_F(ParityTest, LeftPaddedBatchMatchesTransformers) {
   torch::NoGradGuard no_grad;
   for (const auto& name : cases_) {
@@ -131,7 +151,7 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   torch::NoGradGuard no_grad;
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
-  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe"}) {
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe", "mixtral"}) {
     for (const bool tied : {false, true}) {
       auto config = test::tiny_config(family);
       config["tie_word_embeddings"] = tied;

@@ -48,6 +48,10 @@ CASES = {
                                                      moe_intermediate_size=24, norm_topk_prob=False), False),
     "qwen2_moe": ("Qwen2MoeConfig", dict(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
                                          shared_expert_intermediate_size=48, decoder_sparse_step=2), False),
+    # Mixtral: every layer sparse, its files in Mixtral's names (block_sparse_moe, experts' w1/w3/w2); a window.
+    "mixtral": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32), False),
+    "mixtral_sliding": ("MixtralConfig", dict(num_local_experts=3, num_experts_per_tok=2, intermediate_size=24,
+                                              sliding_window=5), False),
 }
 
 
@@ -105,9 +109,14 @@ def main(out_dir):
             bf16 = transformers.AutoModelForCausalLM.from_pretrained(folder, torch_dtype=torch.bfloat16,
                                                                      attn_implementation="eager").eval()
             bf16_logits = bf16(input_ids=ids).logits.float()
+            # Greedy continuation of row 0: 8 new tokens, none stopping it (swift's Generator without stop tokens).
+            model.generation_config.eos_token_id = None
+            greedy = model.generate(ids[:1], attention_mask=torch.ones_like(ids[:1]), max_new_tokens=8,
+                                    do_sample=False, pad_token_id=0)[0, T:]
         save_file({"input_ids": ids, "logits": logits.contiguous(), "padded_input_ids": padded_ids,
                    "padded_attention_mask": mask, "padded_logits": padded.contiguous(),
-                   "bf16_logits": bf16_logits.contiguous()}, os.path.join(folder, "reference.safetensors"))
+                   "bf16_logits": bf16_logits.contiguous(), "greedy": greedy.contiguous()},
+                  os.path.join(folder, "reference.safetensors"))
         manifest["cases"].append(name)
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)

@@ -1,5 +1,5 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, qwen2_moe, qwen3_moe): they differ only in the flags below, set by the family
+// (llama, qwen2, qwen3, mistral, qwen2_moe, qwen3_moe, mixtral): they differ only in the flags below, set by the family
 // registry.
 #pragma once
 
@@ -32,7 +32,7 @@ struct RopeConfig {
   bool truncate = true;
 };
 
-// Mixture of experts (qwen2_moe, qwen3_moe): a sparse layer routes each token to experts_per_token of num_experts
+// Mixture of experts (qwen2_moe, qwen3_moe, mixtral): a sparse layer routes each token to experts_per_token of num_experts
 // MLPs (each expert_intermediate_size wide) by a softmax router, optionally beside a shared expert (Qwen2-MoE).
 struct MoeConfig {
   int64_t num_experts = 0;  // 0: every layer is dense
@@ -42,10 +42,15 @@ struct MoeConfig {
   int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
   double router_aux_loss_coef = 0.0;     // config.json's (swift's --router_aux_loss_coef decides what training uses)
   std::vector<bool> sparse_layers;       // per layer: a sparse MoE block (else the dense MLP)
+  // How the family's Hugging Face files name a sparse layer's parameters where they differ from transformers' module
+  // paths (which transformers renames on load and back on save): Mixtral's model.layers.N.block_sparse_moe.gate and
+  // its experts' w1 (gate), w3 (up) and w2 (down) for mlp.gate and mlp.experts.
+  std::string stored_block = "mlp";
+  std::vector<std::string> stored_expert_parts = {"gate_proj", "up_proj", "down_proj"};  // gate, up, down
 };
 
 struct ModelConfig {
-  std::string model_type;  // "llama", "qwen2", "qwen3", "mistral"
+  std::string model_type;  // "llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe", "mixtral"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
