@@ -31,6 +31,8 @@ std::optional<std::pair<std::string, std::vector<std::string>>> stored_projectio
 
 bool is_expert_parameter(const std::string& name) { return ends_with(name, kGateUp) || ends_with(name, kDown); }
 
+// Every .mlp. under model.layers: right for Mixtral, whose every layer is sparse; a family with dense layers beside
+// renamed sparse ones would need the layer's kind here.
 std::string stored_parameter_name(const std::string& name, const MoeConfig& moe) {
   static const std::string kBlock = ".mlp.";
   const size_t at = name.find(kBlock);

@@ -114,7 +114,7 @@ void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
 void apply_mixtral(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
   apply_mistral(j, c, problems);
   MoeConfig& m = c.moe;
-  m.num_experts = integer(j, "num_local_experts", 8);
+  m.num_experts = integer(j, "num_local_experts", integer(j, "num_experts", 8));  // MixtralConfig's attribute_map
   m.experts_per_token = integer(j, "num_experts_per_tok", 2);
   m.expert_intermediate_size = c.intermediate_size;
   m.norm_topk_prob = true;

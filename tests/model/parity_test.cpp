@@ -7,12 +7,14 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
+#include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/generator.h"
 #include "test_util.h"
@@ -158,6 +160,13 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
       auto model = test::random_model(config, tied ? 31 : 32);
       const fs::path folder = root / (family + (tied ? "_tied" : ""));
       model::save_model(model, folder);
+      if (family == "mixtral") {  // in Mixtral's stored names (transformers would also load the module paths)
+        const auto names = io::SafetensorsFolder::open(folder).names();
+        EXPECT_TRUE(std::count(names.begin(), names.end(), "model.layers.0.block_sparse_moe.experts.0.w1.weight"));
+        EXPECT_TRUE(std::count(names.begin(), names.end(), "model.layers.1.block_sparse_moe.gate.weight"));
+        EXPECT_TRUE(std::none_of(names.begin(), names.end(),
+                                 [](const std::string& n) { return n.find(".mlp.") != std::string::npos; }));
+      }
       auto ids = at::arange(0, 24, at::kLong).remainder(128).view({2, 12});
       model::ForwardArgs args;
       args.input_ids = ids;

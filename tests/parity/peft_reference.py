@@ -38,7 +38,7 @@ CASES = {
     "qwen2_dora_all_linear_rslora": ("Qwen2Config", {}, dict(r=8, lora_alpha=16, target_modules="all-linear",
                                                             use_rslora=True, use_dora=True, modules_to_save=["lm_head"])),
     # Mixtral: the base saved in Mixtral's names (block_sparse_moe, w1/w3/w2), LoRA on its attention (PEFT's
-    # all-linear would also wrap the stacked experts as target parameters, which swift does not train yet).
+    # all-linear would also adapt the router and the stacked experts as target parameters, which swift does not yet).
     "mixtral_attention": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32),
                           dict(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])),
 }
