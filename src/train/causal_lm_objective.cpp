@@ -102,9 +102,10 @@ class CausalLmObjective : public TrainingObjective {
       const model::SumOverRowShares over_shares = over_row_shares(policy);
       const at::Tensor layers = model::megatron_load_balancing_loss(routers, c.experts_per_token, mask, over_shares);
       const at::Tensor& real = batch.attention_mask;  // on the host: its count needs no wait for the device
-      double tokens = real.defined() ? real.sum().item<double>() : static_cast<double>(batch.input_ids.numel());
-      if (over_shares)  // the whole rows' (a context-parallel batch has its mask)
-        tokens = over_shares(mask.sum().to(at::kFloat)).item<double>();
+      // Under context parallelism the whole rows' count (a context-parallel batch has its mask).
+      const double tokens = over_shares ? over_shares(mask.sum().to(at::kFloat)).item<double>()
+                            : real.defined() ? real.sum().item<double>()
+                                             : static_cast<double>(batch.input_ids.numel());
       if (!routers.empty()) out.loss = options_.moe_aux_loss_coeff * tokens * layers[0];
       const at::Tensor logged = layers.detach().to(at::kDouble);
       rows.push_back(at::stack({logged[0], logged[1] / row_shares(policy)}));
