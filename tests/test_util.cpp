@@ -58,6 +58,20 @@ nlohmann::json tiny_config(const std::string& family) {
     j["norm_topk_prob"] = family == "qwen3_moe";
     if (family == "qwen2_moe") j["shared_expert_intermediate_size"] = 48;
   }
+  if (family.rfind("gemma", 0) == 0) j["head_dim"] = 16;
+  if (family == "gemma2" || family == "gemma3_text") {  // layer 0 slides (window 6), layer 1 is global
+    j["sliding_window"] = 6;
+    j["query_pre_attn_scalar"] = 24;
+  }
+  if (family == "gemma2") {  // caps small enough to bite
+    j["attn_logit_softcapping"] = 5.0;
+    j["final_logit_softcapping"] = 3.0;
+  }
+  if (family == "gemma3_text") {  // as Gemma 3's released configs: the local layers' own RoPE base, a layer pattern
+    j["sliding_window_pattern"] = 2;
+    j["rope_theta"] = 1e6;
+    j["rope_local_base_freq"] = 1e4;
+  }
   if (family == "mixtral") {  // 4 experts of intermediate_size, top 2, on every layer
     j["num_local_experts"] = 4;
     j["num_experts_per_tok"] = 2;
@@ -75,7 +89,8 @@ model::CausalLM random_model(const nlohmann::json& config, uint64_t seed, c10::S
   for (auto& item : m->named_parameters()) {
     auto& p = item.value();
     auto noise = at::randn(p.sizes(), gen, at::TensorOptions().dtype(at::kFloat));
-    if (item.key().find("norm") != std::string::npos) p.copy_(1 + 0.2 * noise);
+    // Norm scales about 1 (Gemma's norms scale by 1 + weight).
+    if (item.key().find("norm") != std::string::npos) p.copy_((cfg.norm_unit_offset ? 0 : 1) + 0.2 * noise);
     else p.copy_(0.15 * noise);
   }
   if (dtype != c10::kFloat) m->to(dtype);

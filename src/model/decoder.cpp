@@ -7,6 +7,7 @@
 #include <torch/nn/modules/container/modulelist.h>
 
 #include <cmath>
+#include <limits>
 
 #include "swift/core/error.h"
 #include "swift/model/checkpointing.h"
@@ -86,30 +87,61 @@ at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) {
   return at::embedding(weight, ids);
 }
 
-RMSNormImpl::RMSNormImpl(int64_t dim, double eps_in, const at::TensorOptions& options) : eps(eps_in) {
-  weight = register_parameter("weight", at::ones({dim}, options));
+RMSNormImpl::RMSNormImpl(int64_t dim, double eps_in, const at::TensorOptions& options, bool unit_offset_in)
+    : eps(eps_in), unit_offset(unit_offset_in) {
+  weight = register_parameter("weight", unit_offset ? at::zeros({dim}, options) : at::ones({dim}, options));
 }
 
 at::Tensor RMSNormImpl::forward(const at::Tensor& x) {
   auto xf = x.to(at::kFloat);
   xf = xf * at::rsqrt(xf.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  if (unit_offset) return (xf * (weight.to(at::kFloat) + 1.0)).to(x.scalar_type());
   return weight * xf.to(x.scalar_type());
 }
+
+namespace {
+RMSNorm make_norm(const ModelConfig& c, int64_t dim, const at::TensorOptions& options) {
+  return RMSNorm(dim, c.rms_norm_eps, options, c.norm_unit_offset);
+}
+
+// softmax(cap * tanh(q k^T * scale / cap) + mask) v, as transformers' eager attention with a softcap (Gemma 2):
+// scaled_dot_product_attention has no place for the tanh. q [B, H, T, D], k/v [B, Hkv, S, D], mask bool or undefined.
+at::Tensor soft_capped_attention(const at::Tensor& q, at::Tensor k, at::Tensor v, const at::Tensor& mask, bool is_causal,
+                                 double scale, double cap) {
+  const int64_t groups = q.size(1) / k.size(1);
+  if (groups > 1) {
+    k = k.repeat_interleave(groups, 1);
+    v = v.repeat_interleave(groups, 1);
+  }
+  auto scores = at::matmul(q, k.transpose(2, 3)) * scale;
+  scores = (scores / cap).tanh() * cap;
+  at::Tensor allowed = mask;
+  if (!allowed.defined() && is_causal) {
+    const int64_t T = q.size(2), S = k.size(2);
+    allowed = at::ones({T, S}, q.options().dtype(at::kBool)).tril(S - T);
+  }
+  if (allowed.defined()) scores = scores.masked_fill(allowed.logical_not(), -std::numeric_limits<double>::infinity());
+  return at::matmul(at::softmax(scores, -1, at::kFloat).to(q.scalar_type()), v);
+}
+}  // namespace
 
 AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options)
     : layer_index_(layer_index),
       num_heads_(c.num_attention_heads),
       num_kv_heads_(c.num_key_value_heads),
       head_dim_(c.head_dim),
-      sliding_window_(c.layer_sliding_window.at(static_cast<size_t>(layer_index))) {
+      sliding_window_(c.layer_sliding_window.at(static_cast<size_t>(layer_index))),
+      scale_(c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim))),
+      softcap_(c.attn_logit_softcapping),
+      sliding_rope_(sliding_window_ > 0 && c.sliding_rope.has_value()) {
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
   q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
   k_proj = register_module("k_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
   v_proj = register_module("v_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
   o_proj = register_module("o_proj", Linear(c.q_dim(), c.hidden_size, c.attention_bias, options));
   if (c.qk_norm) {
-    q_norm = register_module("q_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
-    k_norm = register_module("k_norm", RMSNorm(c.head_dim, c.rms_norm_eps, options));
+    q_norm = register_module("q_norm", make_norm(c, c.head_dim, options));
+    k_norm = register_module("k_norm", make_norm(c, c.head_dim, options));
   }
 }
 
@@ -143,11 +175,13 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs
   const int64_t projected = projected_kv_heads_ > 0 ? projected_kv_heads_ : num_kv_heads_;
   auto k = k_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
   auto v = v_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
-  if (q_norm) {  // Qwen3 normalises each head before RoPE
+  if (q_norm) {  // Qwen3 and Gemma 3 normalise each head before RoPE
     q = q_norm(q);
     k = k_norm(k);
   }
-  std::tie(q, k) = apply_rotary(q.transpose(1, 2), k.transpose(1, 2), in.cos, in.sin);  // [B, H, T, D]
+  const at::Tensor& cos = sliding_rope_ ? in.sliding_cos : in.cos;
+  const at::Tensor& sin = sliding_rope_ ? in.sliding_sin : in.sin;
+  std::tie(q, k) = apply_rotary(q.transpose(1, 2), k.transpose(1, 2), cos, sin);  // [B, H, T, D]
 
   if (in.cache) {
     auto& ck = in.cache->keys.at(static_cast<size_t>(layer_index_));
@@ -157,23 +191,24 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs
     k = ck.narrow(2, 0, in.past_length + T);
     v = cv.narrow(2, 0, in.past_length + T);
   }
-  const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   if (in.context) {  // context parallelism: every rank's keys, one way or the other
-    const at::Tensor out = context_parallel_attention(q, k, v, *in.context, sliding_window_, scale);
+    SWIFT_ASSERT(softcap_ == 0, "context parallelism has no attention soft-capping (run_training refuses it)");
+    const at::Tensor out = context_parallel_attention(q, k, v, *in.context, sliding_window_, scale_);
     return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
   }
   const at::Tensor& mask = sliding_window_ > 0 ? in.sliding_mask : in.full_mask;
   const bool is_causal = !mask.defined() && T > 1;
-  auto out = at::scaled_dot_product_attention(q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
-                                              /*dropout_p=*/0.0, is_causal,
-                                              scale,
-                                              /*enable_gqa=*/num_kv_heads_ != num_heads_);
+  auto out = softcap_ > 0 ? soft_capped_attention(q, k, v, mask, is_causal, scale_, softcap_)
+                          : at::scaled_dot_product_attention(
+                                q, k, v, mask.defined() ? c10::optional<at::Tensor>(mask) : c10::nullopt,
+                                /*dropout_p=*/0.0, is_causal, scale_, /*enable_gqa=*/num_kv_heads_ != num_heads_);
   return o_proj(out.transpose(1, 2).reshape({B, T, num_heads_ * head_dim_}));
 }
 
 MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) : MLPImpl(c, c.intermediate_size, options) {}
 
-MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& options) {
+MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& options)
+    : gelu_tanh_(c.hidden_act == "gelu_pytorch_tanh") {
   gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
   up_proj = register_module("up_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
   down_proj = register_module("down_proj", Linear(width, c.hidden_size, c.mlp_bias, options));
@@ -181,7 +216,8 @@ MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& o
 
 at::Tensor MLPImpl::forward(const at::Tensor& input) {
   const at::Tensor x = column_split_input(input, *gate_proj);
-  return down_proj(at::silu(gate_proj(x)) * up_proj(x));
+  const at::Tensor gate = gate_proj(x);
+  return down_proj((gelu_tanh_ ? at::gelu(gate, "tanh") : at::silu(gate)) * up_proj(x));
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
@@ -190,12 +226,20 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, co
     moe = register_module("mlp", std::make_shared<SparseMoeBlockImpl>(c, options));
   else
     mlp = register_module("mlp", MLP(c, options));
-  input_layernorm = register_module("input_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
-  post_attention_layernorm =
-      register_module("post_attention_layernorm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
+  input_layernorm = register_module("input_layernorm", make_norm(c, c.hidden_size, options));
+  post_attention_layernorm = register_module("post_attention_layernorm", make_norm(c, c.hidden_size, options));
+  if (c.sandwich_norms) {
+    pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(c, c.hidden_size, options));
+    post_feedforward_layernorm = register_module("post_feedforward_layernorm", make_norm(c, c.hidden_size, options));
+  }
 }
 
 at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
+  if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normalised before its residual add
+    const auto h = x + post_attention_layernorm(self_attn(input_layernorm(x), in));
+    const at::Tensor normed = pre_feedforward_layernorm(h);
+    return h + post_feedforward_layernorm(moe ? moe->forward(normed) : mlp(normed));
+  }
   auto h = x + self_attn(input_layernorm(x), in);
   const at::Tensor normed = post_attention_layernorm(h);
   return h + (moe ? moe->forward(normed) : mlp(normed));
@@ -205,11 +249,13 @@ DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& 
   embed_tokens = register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, i, options));
-  norm = register_module("norm", RMSNorm(c.hidden_size, c.rms_norm_eps, options));
+  norm = register_module("norm", make_norm(c, c.hidden_size, options));
 }
 
 CausalLMImpl::CausalLMImpl(ModelConfig config, const at::TensorOptions& options)
     : config_(std::move(config)), rope_(config_) {
+  if (config_.sliding_rope)
+    sliding_rope_.emplace(*config_.sliding_rope, config_.head_dim, config_.max_position_embeddings);
   model = register_module("model", DecoderBody(config_, options));
   if (config_.num_labels > 0)
     score = register_module("score", Linear(config_.hidden_size, config_.num_labels, false, options));
@@ -234,8 +280,9 @@ void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, s
   // The family's causal LM class names the classifier: Qwen3ForCausalLM -> Qwen3ForSequenceClassification.
   const ModelFamily* family = find_model_family(config_.model_type, {});
   std::string arch = family && !family->architectures.empty() ? family->architectures.front() : "LlamaForCausalLM";
-  arch = arch.substr(0, arch.rfind("ForCausalLM"));
-  config_.raw["architectures"] = nlohmann::json::array({arch + "ForSequenceClassification"});
+  arch = arch.substr(0, arch.rfind("ForCausalLM")) + "ForSequenceClassification";
+  if (family && !family->sequence_classifier.empty()) arch = family->sequence_classifier;
+  config_.raw["architectures"] = nlohmann::json::array({arch});
   nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
   for (int64_t i = 0; i < num_labels; ++i) {
     id2label[std::to_string(i)] = "LABEL_" + std::to_string(i);
@@ -360,6 +407,7 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
 
   AttentionInputs in;
   std::tie(in.cos, in.sin) = rope_.cos_sin(position_ids, dtype());
+  if (sliding_rope_) std::tie(in.sliding_cos, in.sliding_sin) = sliding_rope_->cos_sin(position_ids, dtype());
   in.cache = args.cache;
   in.past_length = past;
   at::Tensor segments;
@@ -395,6 +443,8 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   SWIFT_ASSERT(!stage || !args.cache, "a pipeline stage does not generate");
   SWIFT_ASSERT(!stage || stage->first || stage->input.defined(), "a later pipeline stage runs on the previous one's output");
   auto x = !stage || stage->first ? model->embed_tokens(ids) : stage->input;
+  if ((!stage || stage->first) && config_.embedding_multiplier != 1.0)  // Gemma: scaled in the weights' dtype
+    x = x * at::scalar_tensor(config_.embedding_multiplier, x.options());
   const bool checkpoint = gradient_checkpointing_ && is_training() && at::GradMode::is_enabled() && !args.cache;
   ParamSharding* sharding = param_sharding();  // ZeRO-3: each layer's parameters are gathered around its use
   const int64_t first_layer = stage ? stage->first_layer : 0;
@@ -421,21 +471,42 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   return score ? gather_sequence_for_replicated_use(x, *tensor_parallel_) : gather_from_sequence_parallel(x, *tensor_parallel_);
 }
 
+at::Tensor CausalLMImpl::soft_capped(const at::Tensor& logits) const {
+  const double cap = config_.final_logit_softcapping;
+  return cap > 0 ? (logits / cap).tanh() * cap : logits;
+}
+
 at::Tensor CausalLMImpl::logits(const at::Tensor& hidden) {
   SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
               "generate or fine-tune with its causal LM folder; score with swift infer --val_dataset");
-  if (lm_head) return lm_head(hidden);
+  if (lm_head) return soft_capped(lm_head(hidden));
   const at::Tensor& tied = model->embed_tokens->weight;
   if (tensor_parallel_)  // this rank's vocabulary; under sequence parallelism forward_hidden's gather sums the gradient
-    return at::linear(sequence_parallel_ ? hidden : copy_to_tensor_parallel(hidden, *tensor_parallel_), tied);
+    return soft_capped(at::linear(sequence_parallel_ ? hidden : copy_to_tensor_parallel(hidden, *tensor_parallel_), tied));
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(tied))
-    return sharded_linear(hidden, tied, at::Tensor(), *sharding);  // ZeRO-3: gathered again for the head
-  return at::linear(hidden, tied);
+    return soft_capped(sharded_linear(hidden, tied, at::Tensor(), *sharding));  // ZeRO-3: gathered again for the head
+  return soft_capped(at::linear(hidden, tied));
 }
 
 at::Tensor CausalLMImpl::vocab_mean_logits(const at::Tensor& hidden) {
   SWIFT_CHECK(!score, UsageError, "this model is a sequence classifier (a reward model): it has no language-model head",
               "train preferences on its causal LM folder");
+  if (config_.final_logit_softcapping > 0) {  // the tanh is not linear: the logits themselves, averaged
+    at::NoGradGuard no_grad;
+    const at::Tensor h = hidden.detach();
+    // A block of positions at a time: about 64M logits (this rank's vocabulary), not [B, T, V] at once.
+    const int64_t vocab = std::max<int64_t>(1, (lm_head ? lm_head->weight : model->embed_tokens->weight).size(0));
+    const int64_t block = std::max<int64_t>(1, (int64_t{1} << 26) / (std::max<int64_t>(1, h.size(0)) * vocab));
+    std::vector<at::Tensor> means;
+    for (int64_t t = 0; t < h.size(1); t += block)
+      means.push_back(logits(h.narrow(1, t, std::min(block, h.size(1) - t))).to(at::kFloat).mean(-1));
+    at::Tensor mean = at::cat(means, 1);
+    if (tensor_parallel_) {  // equal slices of the vocabulary: the whole mean is the slices' mean
+      tensor_parallel_->all_reduce_sum(mean);
+      mean = mean / static_cast<double>(tensor_parallel_->size());
+    }
+    return mean;
+  }
   const at::Tensor& head = lm_head ? lm_head->weight : model->embed_tokens->weight;
   ParamSharding* sharding = param_sharding();
   const bool gather = sharding && sharding->gathers_around_use(head);  // ZeRO-3: the head's rows' mean only

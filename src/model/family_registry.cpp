@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 
 #include "swift/model/model_config.h"
 
@@ -19,8 +20,31 @@ bool flag(const json& j, const char* key, bool fallback) {
 int64_t integer(const json& j, const char* key, int64_t fallback) {
   return j.contains(key) && j.at(key).is_number_integer() ? j.at(key).get<int64_t>() : fallback;
 }
+std::string text(const json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j.at(key).is_string() ? j.at(key).get<std::string>() : fallback;
+}
+double number(const json& j, const char* key, double fallback) {
+  return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
+}
 void explicit_head_dim(const json& j, ModelConfig& c, int64_t fallback) {
   c.head_dim = integer(j, "head_dim", fallback);
+}
+
+// config.json's layer_types, when it has them: `window` on its "sliding_attention" layers, 0 on the others. False
+// when there are none (the family's own rule applies).
+bool windows_from_layer_types(const json& j, ModelConfig& c, int64_t window, std::vector<std::string>& problems) {
+  if (!j.contains("layer_types") || !j.at("layer_types").is_array()) return false;
+  const auto& types = j.at("layer_types");
+  if (static_cast<int64_t>(types.size()) != c.num_hidden_layers) {
+    problems.push_back("layer_types has " + std::to_string(types.size()) + " entries for " +
+                       std::to_string(c.num_hidden_layers) + " layers");
+    return true;
+  }
+  for (size_t i = 0; i < types.size(); ++i) {
+    const bool sliding = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
+    c.layer_sliding_window[i] = sliding ? window : 0;
+  }
+  return true;
 }
 
 // Qwen2/Qwen3: a window only when use_sliding_window, on layers >= max_window_layers unless layer_types
@@ -28,19 +52,7 @@ void explicit_head_dim(const json& j, ModelConfig& c, int64_t fallback) {
 void qwen_sliding_windows(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
   const int64_t window = flag(j, "use_sliding_window", false) ? integer(j, "sliding_window", 0) : 0;
   const int64_t max_window_layers = integer(j, "max_window_layers", 28);
-  if (j.contains("layer_types") && j.at("layer_types").is_array()) {
-    const auto& types = j.at("layer_types");
-    if (static_cast<int64_t>(types.size()) != c.num_hidden_layers) {
-      problems.push_back("layer_types has " + std::to_string(types.size()) + " entries for " +
-                         std::to_string(c.num_hidden_layers) + " layers");
-      return;
-    }
-    for (size_t i = 0; i < types.size(); ++i) {
-      const bool sliding = types[i].is_string() && types[i].get<std::string>() == "sliding_attention";
-      c.layer_sliding_window[i] = sliding ? window : 0;
-    }
-    return;
-  }
+  if (windows_from_layer_types(j, c, window, problems)) return;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     c.layer_sliding_window[static_cast<size_t>(i)] = (window > 0 && i >= max_window_layers) ? window : 0;
 }
@@ -134,6 +146,97 @@ void apply_mixtral(const json& j, ModelConfig& c, std::vector<std::string>& prob
   m.sparse_layers.assign(static_cast<size_t>(c.num_hidden_layers), true);
 }
 
+// Gemma: Llama's layout with (1 + w) norms, embeddings scaled by sqrt(hidden_size) and tied by default, 256-wide heads
+// and a tanh-approximated GELU.
+void gemma_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t max_position_embeddings,
+                  int64_t key_value_heads) {
+  c.norm_unit_offset = true;
+  c.num_key_value_heads = integer(j, "num_key_value_heads", key_value_heads);  // the config class's default
+  if (flag(j, "use_bidirectional_attention", false))
+    problems.push_back("use_bidirectional_attention true (an embedding model) is not supported: swift runs causal LMs");
+  c.embedding_multiplier = std::sqrt(static_cast<double>(c.hidden_size));
+  c.attention_bias = flag(j, "attention_bias", false);
+  c.tie_word_embeddings = flag(j, "tie_word_embeddings", true);
+  c.max_position_embeddings = integer(j, "max_position_embeddings", max_position_embeddings);
+  explicit_head_dim(j, c, 256);
+}
+
+void apply_gemma(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  gemma_common(j, c, problems, 8192, 16);
+  // Gemma's released configs say "gelu" for the tanh approximation, which GemmaConfig then sets.
+  c.hidden_act = text(j, "hidden_act", "gelu_pytorch_tanh");
+  if (c.hidden_act == "gelu") c.hidden_act = "gelu_pytorch_tanh";
+}
+
+// A soft-capping value: absent is the family's default, null is none (0).
+double soft_cap(const json& j, const char* key, double absent) {
+  if (!j.contains(key)) return absent;
+  return j.at(key).is_null() ? 0.0 : number(j, key, absent);
+}
+
+// Gemma 2/3: sandwich norms, query_pre_attn_scalar, soft-capping, and sliding-window layers every `pattern`-th layer
+// but the last of each group (layer_types when given), with sliding_window's length.
+void gemma2_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t max_position_embeddings,
+                   double attn_cap, double final_cap, int64_t pattern) {
+  gemma_common(j, c, problems, max_position_embeddings, 4);
+  if (j.contains("hidden_activation") && j.at("hidden_activation").is_null())
+    problems.push_back("hidden_activation is null (Gemma 2 and 3 use gelu_pytorch_tanh)");
+  c.hidden_act = text(j, "hidden_activation", "gelu_pytorch_tanh");
+  c.sandwich_norms = true;
+  const double query_pre_attn_scalar = number(j, "query_pre_attn_scalar", 256);
+  if (!(query_pre_attn_scalar > 0))
+    problems.push_back("query_pre_attn_scalar must be positive, got " + j.at("query_pre_attn_scalar").dump());
+  else
+    c.attention_scale = 1.0 / std::sqrt(query_pre_attn_scalar);
+  c.attn_logit_softcapping = soft_cap(j, "attn_logit_softcapping", attn_cap);
+  c.final_logit_softcapping = soft_cap(j, "final_logit_softcapping", final_cap);
+  const int64_t window = integer(j, "sliding_window", 4096);
+  if (!windows_from_layer_types(j, c, window, problems)) {
+    if (pattern <= 0) {
+      problems.push_back("sliding_window_pattern must be positive, got " + std::to_string(pattern));
+      return;
+    }
+    for (int64_t i = 0; i < c.num_hidden_layers; ++i)
+      c.layer_sliding_window[static_cast<size_t>(i)] = (i + 1) % pattern != 0 ? window : 0;
+  }
+  // transformers cannot build a sliding mask without a length either.
+  if (j.contains("sliding_window") && !j.at("sliding_window").is_number_integer() && c.any_sliding_window())
+    problems.push_back("sliding_window is " + j.at("sliding_window").dump() +
+                       " but layers slide (layer_types / sliding_window_pattern): give their window length");
+}
+
+void apply_gemma2(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  gemma2_common(j, c, problems, 8192, /*attn_cap=*/50.0, /*final_cap=*/30.0, /*pattern=*/2);
+}
+
+// Gemma 3 (text): Gemma 2 with (1 + w) q/k norms, no soft-capping by default, and RoPE per layer type: the global
+// layers' rope_theta (1e6) and rope_scaling, the sliding ones' rope_local_base_freq (1e4). transformers v5 writes
+// both as rope_parameters {"full_attention": {...}, "sliding_attention": {...}}.
+void apply_gemma3_text(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  gemma2_common(j, c, problems, 131072, 0.0, 0.0, integer(j, "sliding_window_pattern", 6));
+  c.qk_norm = true;
+  c.attn_logit_softcapping = 0.0;  // Gemma3Attention never passes it to the attention (transformers v5)
+  const json* per_type = j.contains("rope_parameters") && j.at("rope_parameters").is_object() &&
+                                 (j.at("rope_parameters").contains("full_attention") ||
+                                  j.at("rope_parameters").contains("sliding_attention"))
+                             ? &j.at("rope_parameters")
+                             : nullptr;
+  auto entry = [](const json& o, const char* key) {
+    return o.contains(key) && !o.at(key).is_null() ? &o.at(key) : static_cast<const json*>(nullptr);
+  };
+  if (per_type) {
+    c.rope = parse_rope_parameters(entry(*per_type, "full_attention"), number(j, "rope_theta", 1e6),
+                                   c.max_position_embeddings, j, problems);
+    c.sliding_rope = parse_rope_parameters(entry(*per_type, "sliding_attention"), number(j, "rope_local_base_freq", 1e4),
+                                           c.max_position_embeddings, j, problems);
+  } else {
+    c.rope = parse_rope_parameters(entry(j, "rope_scaling"), number(j, "rope_theta", 1e6), c.max_position_embeddings, j,
+                                   problems);
+    c.sliding_rope = parse_rope_parameters(nullptr, number(j, "rope_local_base_freq", 1e4), c.max_position_embeddings, j,
+                                           problems);
+  }
+}
+
 }  // namespace
 
 const std::vector<ModelFamily>& model_families() {
@@ -142,6 +245,9 @@ const std::vector<ModelFamily>& model_families() {
       {"mistral", {"MistralForCausalLM"}, "mistral", apply_mistral},
       {"qwen2", {"Qwen2ForCausalLM"}, "qwen2_5", apply_qwen2},
       {"qwen3", {"Qwen3ForCausalLM"}, "qwen3", apply_qwen3},
+      {"gemma", {"GemmaForCausalLM"}, "gemma", apply_gemma},
+      {"gemma2", {"Gemma2ForCausalLM"}, "gemma", apply_gemma2},  // ms-swift's template for Gemma 2: gemma
+      {"gemma3_text", {"Gemma3ForCausalLM"}, "gemma3_text", apply_gemma3_text, "Gemma3TextForSequenceClassification"},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
       {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama

@@ -64,14 +64,10 @@ struct FieldReader {
   }
 };
 
-RopeConfig parse_rope(FieldReader& r, int64_t max_position_embeddings) {
+RopeConfig parse_rope_object(FieldReader& r, const json* scaling, double theta, int64_t max_position_embeddings) {
   RopeConfig rope;
   const json& j = r.j;
-  // transformers v5 writes "rope_parameters" (with rope_theta inside); v4 "rope_scaling" + "rope_theta".
-  const json* scaling = nullptr;
-  if (r.present(j, "rope_parameters")) scaling = &j.at("rope_parameters");
-  else if (r.present(j, "rope_scaling")) scaling = &j.at("rope_scaling");
-  rope.theta = r.number("rope_theta", 10000.0);
+  rope.theta = theta;
   if (!scaling) return rope;
   if (!scaling->is_object()) {
     r.problems.push_back("\"rope_scaling\" must be an object, got " + scaling->dump());
@@ -111,6 +107,15 @@ RopeConfig parse_rope(FieldReader& r, int64_t max_position_embeddings) {
   if (rope.type == "llama3" && rope.high_freq_factor == rope.low_freq_factor)
     r.problems.push_back("llama3 rope scaling needs high_freq_factor != low_freq_factor");
   return rope;
+}
+
+RopeConfig parse_rope(FieldReader& r, int64_t max_position_embeddings) {
+  // transformers v5 writes "rope_parameters" (with rope_theta inside); v4 "rope_scaling" + "rope_theta".
+  const json& j = r.j;
+  const json* scaling = nullptr;
+  if (r.present(j, "rope_parameters")) scaling = &j.at("rope_parameters");
+  else if (r.present(j, "rope_scaling")) scaling = &j.at("rope_scaling");
+  return parse_rope_object(r, scaling, r.number("rope_theta", 10000.0), max_position_embeddings);
 }
 
 }  // namespace
@@ -170,8 +175,11 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   const auto pad = io::json_int_or_list(j, "pad_token_id", source);
   if (!pad.empty()) c.pad_token_id = pad.front();
 
-  if (c.hidden_act != "silu" && c.hidden_act != "swish")
-    problems.push_back("hidden_act \"" + c.hidden_act + "\" is not supported (only silu)");
+  if (c.hidden_act == "swish") c.hidden_act = "silu";  // the same function
+  if (c.hidden_act != "silu" && c.hidden_act != "gelu_pytorch_tanh")
+    problems.push_back("hidden_act \"" + c.hidden_act + "\" is not supported (silu, gelu_pytorch_tanh)");
+  if (c.is_moe() && c.hidden_act != "silu")
+    problems.push_back("a mixture-of-experts model's experts compute silu, not \"" + c.hidden_act + "\"");
   for (auto [name, v] : {std::pair{"vocab_size", c.vocab_size}, {"hidden_size", c.hidden_size},
                          {"intermediate_size", c.intermediate_size}, {"num_hidden_layers", c.num_hidden_layers},
                          {"num_attention_heads", c.num_attention_heads}, {"num_key_value_heads", c.num_key_value_heads},
@@ -188,6 +196,13 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   };
   positive("rope_theta", c.rope.theta);
   if (c.rope.type != "default") positive("rope_scaling.factor", c.rope.factor);
+  if (c.sliding_rope) {
+    positive("the sliding layers' rope_theta", c.sliding_rope->theta);
+    if (c.sliding_rope->type != "default") positive("the sliding layers' rope factor", c.sliding_rope->factor);
+  }
+  for (auto [name, cap] : {std::pair{"attn_logit_softcapping", c.attn_logit_softcapping},
+                           {"final_logit_softcapping", c.final_logit_softcapping}})
+    if (cap != 0) positive(name, cap);
   positive("rms_norm_eps", c.rms_norm_eps);
   if (!(std::isfinite(c.initializer_range) && c.initializer_range >= 0))
     problems.push_back("\"initializer_range\" must be a number >= 0, got " + json(c.initializer_range).dump());
@@ -199,6 +214,12 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
     throw DataError(msg.str(), "fix config.json; it must describe a " + supported_model_types() + " model");
   }
   return c;
+}
+
+RopeConfig parse_rope_parameters(const json* parameters, double theta, int64_t max_position_embeddings, const json& top,
+                                 std::vector<std::string>& problems) {
+  FieldReader r{top, problems};
+  return parse_rope_object(r, parameters, theta, max_position_embeddings);
 }
 
 ModelConfig load_model_config(const std::filesystem::path& dir) {
@@ -216,7 +237,7 @@ double parameter_count(const ModelConfig& c) {
   double layer = hidden * (q + 2 * kv) + q * hidden;                 // q, k, v, o
   if (qkv_bias) layer += q + 2 * kv;
   if (c.attention_bias) layer += hidden;
-  layer += 2 * hidden + (c.qk_norm ? 2 * static_cast<double>(c.head_dim) : 0);  // norms
+  layer += (c.sandwich_norms ? 4 : 2) * hidden + (c.qk_norm ? 2 * static_cast<double>(c.head_dim) : 0);  // norms
   const double dense_mlp = 3 * hidden * inter + (c.mlp_bias ? 2 * inter + hidden : 0);  // gate, up, down
   const double experts = static_cast<double>(c.moe.num_experts);
   const double sparse_mlp = experts * hidden                                                       // router

@@ -64,7 +64,10 @@ at::Tensor llama3_inv_freq(const RopeConfig& r, int64_t dim) {
 }  // namespace
 
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
-    : rope_(config.rope), dim_(config.head_dim), max_position_embeddings_(config.max_position_embeddings) {
+    : RotaryEmbedding(config.rope, config.head_dim, config.max_position_embeddings) {}
+
+RotaryEmbedding::RotaryEmbedding(const RopeConfig& rope, int64_t head_dim, int64_t max_position_embeddings)
+    : rope_(rope), dim_(head_dim), max_position_embeddings_(max_position_embeddings) {
   if (rope_.type == "linear") {
     base_inv_freq_ = default_inv_freq(rope_.theta, dim_) / rope_.factor;
   } else if (rope_.type == "llama3") {

@@ -203,6 +203,8 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
     }
     norm_on_sequence_part(layer->input_layernorm);
     norm_on_sequence_part(layer->post_attention_layernorm);
+    if (layer->pre_feedforward_layernorm) norm_on_sequence_part(layer->pre_feedforward_layernorm);
+    if (layer->post_feedforward_layernorm) norm_on_sequence_part(layer->post_feedforward_layernorm);
   }
   norm_on_sequence_part(model->model->norm);
   auto& embed = model->model->embed_tokens;

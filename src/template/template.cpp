@@ -279,6 +279,20 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
     first = 1;
   }
 
+  // Gemma 3 (ms-swift's Gemma3Template): the system prompt (the data's, even empty, else --system) opens the first
+  // message, whatever its role, before that message's newlines are stripped. It has no place for tool descriptions.
+  std::optional<std::string> first_message_system;
+  if (meta_.system_in_first_message) {
+    first_message_system = data_system ? data_system : options_.system ? options_.system : meta_.default_system;
+    SWIFT_CHECK(!tools || tools->empty(), UsageError,
+                "chat template '" + meta_.name + "' has no system turn to describe tools in (ms-swift's neither)",
+                "drop the tools, or pass --template with a template that has a system turn");
+  }
+  auto next_to_assistant = [&](size_t i) {  // ms-swift merges such replies into a list, which it does not strip
+    return (i > first && messages[i - 1].role == Role::kAssistant) ||
+           (i + 1 < messages.size() && messages[i + 1].role == Role::kAssistant);
+  };
+
   // Turns: consecutive messages of one role joined (users' texts concatenated, assistants' replies kept apart
   // with their own loss switch, tool results grouped).
   std::vector<Turn> turns;
@@ -296,6 +310,9 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       // As Qwen3's Jinja template writes reasoning_content.
       content = "<think>\n" + strip(*m.reasoning_content, "\n") + "\n</think>\n\n" + strip(content, "\n", true, false);
     }
+    if (i == first && first_message_system) content = *first_message_system + "\n\n" + content;
+    if (m.role == Role::kAssistant && meta_.strip_reply_newlines && !next_to_assistant(i))
+      content = strip(content, "\n");
     if (!content.empty() || m.tool_calls.empty()) texts.push_back(std::move(content));
     if (m.role == Role::kAssistant && !m.tool_calls.empty())
       texts.push_back(format_tool_calls(need_agent("messages[" + std::to_string(i) + "] calls tools"), m.tool_calls));
@@ -365,6 +382,7 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
     std::string* first_user = turns[0].role == Role::kUser && !turns[0].parts[0].empty() ? &turns[0].parts[0] : nullptr;
     system = format_tools(need_agent("the conversation has tools"), *tools, system.value_or(""), first_user);
   }
+  if (first_message_system) system.reset();  // already in the first message
   const bool with_system = system && !system->empty() && !meta_.system_prefix.empty();
 
   std::vector<Context> out;

@@ -103,6 +103,32 @@ TemplateMeta mistral() {
   return m;
 }
 
+// Gemma (1 and 2): <start_of_turn>role ... <end_of_turn>, the assistant's role called "model".
+TemplateMeta gemma() {
+  TemplateMeta m;
+  m.name = "gemma";
+  m.description = "Gemma / Gemma 2 (<start_of_turn>user ... <start_of_turn>model), no default system prompt";
+  m.prefix = {"<bos>"};
+  m.system_prefix = {"<bos><start_of_turn>system\n{{SYSTEM}}<end_of_turn>\n"};
+  m.prompt = {"<start_of_turn>user\n{{QUERY}}<end_of_turn>\n"};
+  m.generation_prompt = {"<start_of_turn>model\n"};
+  m.chat_sep = {"<end_of_turn>\n"};
+  m.suffix = {"<end_of_turn>"};
+  m.required_tokens = {"<bos>", "<start_of_turn>", "<end_of_turn>"};
+  return m;
+}
+
+// Gemma 3 text models: gemma's turns, the system prompt inside the first message, replies stripped of newlines.
+TemplateMeta gemma3_text() {
+  TemplateMeta m = gemma();
+  m.name = "gemma3_text";
+  m.description = "Gemma 3 text (gemma's turns; a system prompt opens the first user message)";
+  m.system_prefix = {};
+  m.system_in_first_message = true;
+  m.strip_reply_newlines = true;
+  return m;
+}
+
 TemplateMeta default_template() {
   TemplateMeta m;
   m.name = "default";
@@ -137,6 +163,8 @@ std::map<std::string, TemplateMeta, std::less<>> build_registry() {
   all.push_back(llama3_2());
   all.push_back(llama2());
   all.push_back(mistral());
+  all.push_back(gemma());
+  all.push_back(gemma3_text());
   all.push_back(default_template());
   std::map<std::string, TemplateMeta, std::less<>> registry;
   for (auto& m : all) registry.emplace(m.name, std::move(m));

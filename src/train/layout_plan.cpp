@@ -73,6 +73,11 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   m.sequence_parallel = tp > 1;
   m.activation_element_bytes = in.activation_element_bytes;
   m.tokens_per_micro_batch = in.micro_batch * ceil_div(in.row_tokens, cp);
+  if (c.attn_logit_softcapping > 0) {  // Gemma 2's scores outside the fused kernel (never under context parallelism)
+    m.materialised_score_heads = c.num_attention_heads / tp;
+    m.rows_per_micro_batch = in.micro_batch;
+    m.row_tokens = in.row_tokens;
+  }
   m.zero_stage = in.distributed_optimizer && dp * cp > 1 ? 1 : 0;
   m.world_size = dp * cp;
   m.gradient_checkpointing = in.gradient_checkpointing;
@@ -120,7 +125,9 @@ std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in) {
   const double usable = in.gpu_bytes * in.usable_share;
   for (int tp = 1; tp <= in.gpus_per_node; ++tp) {
     if (in.gpus_per_node % tp || !model::tensor_parallel_problem(in.config, tp).empty()) continue;
-    for (int cp = 1; tp * cp <= in.gpus && 2 * cp <= in.row_tokens; cp *= 2) {
+    // Context parallelism has no attention soft-capping (Gemma 2): no cp above 1 there.
+    const int max_cp = in.config.attn_logit_softcapping > 0 ? 1 : in.gpus;
+    for (int cp = 1; tp * cp <= in.gpus && 2 * cp <= in.row_tokens && cp <= max_cp; cp *= 2) {
       for (int pp = 1; tp * cp * pp <= in.gpus && pp <= in.config.num_hidden_layers; ++pp) {
         if (in.gpus % (tp * cp * pp)) continue;
         const int dp = in.gpus / (tp * cp * pp);

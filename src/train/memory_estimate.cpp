@@ -18,9 +18,17 @@ double layer_bytes_per_token(const MemoryInputs& in) {
   return static_cast<double>(in.activation_element_bytes) * (4.0 * h / s + (6.0 * h + 4.0 * i) / t);
 }
 
+// The scores an attention outside a fused kernel keeps for backward, per layer: each row's T x T capped scores and
+// probabilities in the compute dtype and its fp32 softmax.
+double materialised_scores_bytes(const MemoryInputs& in) {
+  const double t = static_cast<double>(in.row_tokens);
+  return static_cast<double>(in.rows_per_micro_batch) * static_cast<double>(in.materialised_score_heads) * t * t *
+         (2.0 * static_cast<double>(in.activation_element_bytes) + 4.0);
+}
+
 double activations(const MemoryInputs& in, bool checkpointing) {
   const double tokens = static_cast<double>(in.tokens_per_micro_batch);
-  const double per_layer = layer_bytes_per_token(in) * tokens;
+  const double per_layer = layer_bytes_per_token(in) * tokens + materialised_scores_bytes(in);
   // fp32 logits, their log-softmax and its gradient (the loss works in fp32 over the vocabulary, this rank's
   // slice of it under TP); an upper bound, since logits are computed only where a label is.
   const double logits = 3.0 * 4.0 * tokens * static_cast<double>(in.vocab_size) / std::max(1, in.tensor_split);

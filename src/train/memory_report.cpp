@@ -46,6 +46,11 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   // Context parallelism: each rank keeps its share of every row.
   const int64_t row = r.longest_example > 0 ? r.longest_example : r.max_length;
   in.tokens_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example() * ((row + f.sequence_split - 1) / f.sequence_split);
+  if (config.attn_logit_softcapping > 0) {  // its scores outside the fused kernel (no context parallelism then)
+    in.materialised_score_heads = config.num_attention_heads / std::max(1, f.tensor_split);
+    in.rows_per_micro_batch = r.per_device_batch * r.objective.sequences_per_example();
+    in.row_tokens = row;
+  }
   in.tensor_split = f.tensor_split;
   in.sequence_parallel = f.sequence_parallel;
   in.zero_stage = f.zero_stage;

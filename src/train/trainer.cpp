@@ -177,6 +177,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                 "--moe_expert_capacity_factor with --tp_size " + std::to_string(options.parallel.tp_size) +
                     " is not available yet",
                 "drop --moe_expert_capacity_factor (dropless, ms-swift's default), or train without --tp_size");
+    // Context-parallel attention runs blockwise through scaled_dot_product_attention, which has no tanh.
+    SWIFT_CHECK(config.attn_logit_softcapping == 0 || options.parallel.cp_size == 1, UsageError,
+                "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
+                    ": context parallelism does not soft-cap attention scores (config.json's attn_logit_softcapping) yet",
+                "train without --cp_size / --sequence_parallel_size (tensor and pipeline parallelism work)");
     const std::string experts = model::expert_parallel_problem(config, static_cast<int>(options.parallel.ep_size));
     SWIFT_CHECK(experts.empty(), UsageError, "--expert_model_parallel_size " + std::to_string(options.parallel.ep_size) + ": " + experts,
                 "choose an --expert_model_parallel_size that divides the experts, or drop it");

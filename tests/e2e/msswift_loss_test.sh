@@ -2,7 +2,7 @@
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
 # "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
-# rate step for step.
+# rate step for step; then Qwen3-MoE, Gemma 2 and Gemma 3 models.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -74,6 +74,19 @@ both moe
 # records without a gradient, so there the aux loss is logged but never reaches the routers (its DDP runs,
 # use_reentrant=False, and swift's, which returns the logits from the checkpointed layer, train them).
 both moe_aux --router_aux_loss_coef 0.05 --gradient_checkpointing false
+common=("${dense[@]}")
+# Gemma 2 and Gemma 3 (the gemma_style tokenizer: Gemma's pipeline and turn tokens) with the gemma and gemma3_text
+# templates (tests/e2e/make_gemma_config.py: soft-capping that bites). Gemma 2 runs with --attn_impl
+# eager on both sides: transformers' sdpa path (ms-swift's default for gemma2) drops the attention soft-capping, which
+# swift always applies, as eager and flash attention do. ms-swift picks eager for Gemma 3 itself.
+for fam in gemma2 gemma3_text; do
+  "$PY" "$ROOT/tests/e2e/make_gemma_config.py" "$fam" "$TMP/${fam}_config" || bad "make_gemma_config $fam"
+  run "export_$fam" 0 "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 7 --output_dir "$TMP/$fam"
+done
+common[2]="$TMP/gemma2"; common[4]=gemma2; common[6]=gemma  # --model, --model_type, --template
+both gemma2 --attn_impl eager
+common[2]="$TMP/gemma3_text"; common[4]=gemma3_text; common[6]=gemma3_text
+both gemma3_text
 common=("${dense[@]}")
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's

@@ -1,6 +1,7 @@
 // Invariants of the decoder on tiny random models of every family: KV-cache decoding equals full
 // recomputation (fp32, 1e-5), each row of a left-padded batch equals that row alone, save -> load is
-// bit-exact, bf16 stays within bf16 tolerance of fp32, and checkpoint errors name what is wrong.
+// bit-exact, bf16 stays within bf16 tolerance of fp32, and checkpoint errors name what is wrong; config.json parsing
+// per family, and Gemma's soft-capped logits.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -10,6 +11,7 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
+#include "swift/model/init_weights.h"
 #include "swift/model/model_config.h"
 #include "swift/model/param_sharding.h"
 #include "test_util.h"
@@ -108,7 +110,8 @@ TEST_P(FamilyTest, Bf16CloseToFp32) {
   EXPECT_GE(a.argmax(-1).eq(b.argmax(-1)).to(at::kFloat).mean().item<double>(), 0.8);
 }
 
-INSTANTIATE_TEST_SUITE_P(Families, FamilyTest, ::testing::Values("llama", "qwen2", "qwen3", "mistral"));
+INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
+                         ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"));
 
 TEST(Checkpoint, ShardedSaveLoadsBack) {
   torch::NoGradGuard no_grad;
@@ -337,4 +340,97 @@ TEST(ModelConfig, FamilyFlagsAndSlidingWindows) {
   c = model::parse_model_config(l, "l");
   EXPECT_EQ(c.rope.type, "linear");
   EXPECT_DOUBLE_EQ(c.rope.theta, 500.0);
+}
+
+TEST(ModelConfig, GemmaFamilies) {
+  // Gemma: "gelu" means the tanh approximation, the head is tied unless config.json says otherwise.
+  auto g = test::tiny_config("gemma");
+  g.erase("tie_word_embeddings");
+  g["hidden_act"] = "gelu";
+  auto c = model::parse_model_config(g, "g");
+  EXPECT_EQ(c.hidden_act, "gelu_pytorch_tanh");
+  EXPECT_TRUE(c.tie_word_embeddings && c.norm_unit_offset && !c.sandwich_norms);
+  EXPECT_DOUBLE_EQ(c.embedding_multiplier, 8.0);  // sqrt(64)
+  EXPECT_DOUBLE_EQ(c.attention_scale, 0.0);       // 1/sqrt(head_dim)
+
+  // Gemma 2 without the optional keys: Gemma2Config's defaults (caps 50 and 30, every other layer sliding over
+  // 4096 tokens, scores scaled by 256^-0.5); a null cap is none.
+  auto g2 = test::tiny_config("gemma2");
+  for (const char* key : {"sliding_window", "query_pre_attn_scalar", "attn_logit_softcapping", "final_logit_softcapping"})
+    g2.erase(key);
+  g2["num_hidden_layers"] = 4;
+  c = model::parse_model_config(g2, "g2");
+  EXPECT_TRUE(c.sandwich_norms);
+  EXPECT_DOUBLE_EQ(c.attn_logit_softcapping, 50.0);
+  EXPECT_DOUBLE_EQ(c.final_logit_softcapping, 30.0);
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 16);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{4096, 0, 4096, 0}));
+  g2["final_logit_softcapping"] = nullptr;
+  EXPECT_DOUBLE_EQ(model::parse_model_config(g2, "g2").final_logit_softcapping, 0.0);
+  g2["sliding_window"] = nullptr;  // sliding layers without a length: transformers cannot run it either
+  EXPECT_THROW(model::parse_model_config(g2, "g2"), DataError);
+  g2["layer_types"] = {"full_attention", "full_attention", "full_attention", "full_attention"};
+  EXPECT_FALSE(model::parse_model_config(g2, "g2").any_sliding_window());
+
+  // Gemma 3 as released (v4 keys): five sliding layers to one global, the local layers' own RoPE base.
+  auto g3 = test::tiny_config("gemma3_text");
+  g3.erase("sliding_window_pattern");
+  g3["num_hidden_layers"] = 7;
+  g3["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  c = model::parse_model_config(g3, "g3");
+  EXPECT_TRUE(c.qk_norm && c.sandwich_norms);
+  EXPECT_DOUBLE_EQ(c.attn_logit_softcapping + c.final_logit_softcapping, 0.0);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{6, 6, 6, 6, 6, 0, 6}));
+  EXPECT_EQ(c.rope.type, "linear");
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
+  ASSERT_TRUE(c.sliding_rope.has_value());
+  EXPECT_EQ(c.sliding_rope->type, "default");
+  EXPECT_DOUBLE_EQ(c.sliding_rope->theta, 1e4);
+  // ... and as transformers v5 writes it: rope_parameters per layer type.
+  g3.erase("rope_scaling");
+  g3["rope_parameters"] = {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 5e5}}},
+                           {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 2e4}}}};
+  c = model::parse_model_config(g3, "g3");
+  EXPECT_EQ(c.rope.type, "default");
+  EXPECT_DOUBLE_EQ(c.rope.theta, 5e5);
+  EXPECT_EQ(c.sliding_rope->type, "linear");
+  EXPECT_DOUBLE_EQ(c.sliding_rope->theta, 2e4);
+
+  // What swift cannot run is reported, all at once.
+  g3["use_bidirectional_attention"] = true;
+  g3["query_pre_attn_scalar"] = 0;
+  g3["hidden_activation"] = "relu";
+  try {
+    model::parse_model_config(g3, "x/config.json");
+    FAIL();
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("use_bidirectional_attention"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("query_pre_attn_scalar must be positive"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("hidden_act \"relu\" is not supported"), std::string::npos) << msg;
+  }
+}
+
+TEST(Decoder, SoftCappedLogitsAndTheirVocabularyMean) {
+  torch::NoGradGuard no_grad;
+  auto m = test::random_model(test::tiny_config("gemma2"), 41);
+  model::ForwardArgs args;
+  args.input_ids = random_ids(2, 9, 42);
+  const at::Tensor hidden = m->forward_hidden(args);
+  const at::Tensor logits = m->logits(hidden);
+  const at::Tensor raw = at::linear(hidden, m->lm_head->weight);  // final_logit_softcapping 3
+  ASSERT_GT(raw.abs().max().item<double>(), 3.0);                 // the test model's logits reach the cap
+  EXPECT_LE(max_abs_diff(logits, (raw / 3.0).tanh() * 3.0), 1e-6);
+  // The metric TRL logs as logits/chosen: the mean of the capped logits, which the linear shortcut would miss.
+  EXPECT_LE(max_abs_diff(m->vocab_mean_logits(hidden), ((raw / 3.0).tanh() * 3.0).mean(-1)), 1e-6);
+  EXPECT_GT(max_abs_diff(raw.mean(-1), logits.mean(-1)), 1e-3);
+}
+
+TEST(Decoder, GemmaNormsStartAtZero) {
+  auto m = test::random_model(test::tiny_config("gemma3_text"), 43);
+  model::init_weights(m, "normal", 1);
+  for (const auto& item : m->named_parameters()) {
+    if (item.key().find("norm") != std::string::npos)
+      EXPECT_EQ(item.value().abs().max().item<double>(), 0.0) << item.key();  // scale 1 + 0
+  }
 }

@@ -153,7 +153,8 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   torch::NoGradGuard no_grad;
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
-  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe", "mixtral"}) {
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
+                                      "qwen2_moe", "qwen3_moe", "mixtral"}) {
     for (const bool tied : {false, true}) {
       auto config = test::tiny_config(family);
       config["tie_word_embeddings"] = tied;

@@ -52,16 +52,34 @@ CASES = {
     "mixtral": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32), False),
     "mixtral_sliding": ("MixtralConfig", dict(num_local_experts=3, num_experts_per_tok=2, intermediate_size=24,
                                               sliding_window=5), False),
+    # Gemma: (1 + w) norms, embeddings scaled by sqrt(hidden_size), GELU (tanh), tied head.
+    "gemma": ("GemmaConfig", dict(head_dim=16, tie_word_embeddings=True), False),
+    # Gemma 2: sandwich norms, query_pre_attn_scalar, attention and final-logit soft-capping small enough to bite,
+    # a sliding layer (window 4) then a global one.
+    "gemma2": ("Gemma2Config", dict(head_dim=16, sliding_window=4, query_pre_attn_scalar=24, attn_logit_softcapping=2.0,
+                                    final_logit_softcapping=3.0), False),
+    # Gemma 3: (1 + w) q/k norms, RoPE per layer type (the global layers' linear scaling, the local base).
+    "gemma3_text": ("Gemma3TextConfig", dict(
+        head_dim=16, sliding_window=4, query_pre_attn_scalar=16, layer_types=["sliding_attention", "full_attention"],
+        rope_parameters=dict(full_attention=dict(rope_type="linear", factor=2.0, rope_theta=1e6),
+                             sliding_attention=dict(rope_type="default", rope_theta=1e4))), False),
+    # ... and as Gemma 3's released config.json files say it: rope_theta, rope_local_base_freq, rope_scaling and
+    # sliding_window_pattern instead of layer_types.
+    "gemma3_text_legacy": ("Gemma3TextConfig", dict(
+        head_dim=16, sliding_window=3, layer_types=["sliding_attention", "full_attention"],
+        rope_parameters=dict(full_attention=dict(rope_type="linear", factor=3.0, rope_theta=5e5),
+                             sliding_attention=dict(rope_type="default", rope_theta=2e4))), True),
 }
 
 
 def randomise(model, seed):
     """Weights large enough that attention, norms and biases all matter (HF's init is near-uniform)."""
     g = torch.Generator().manual_seed(seed)
+    unit = 0 if model.config.model_type.startswith("gemma") else 1  # Gemma's norms scale by 1 + weight
     with torch.no_grad():
         for name, p in model.named_parameters():
             if "norm" in name:
-                p.copy_(1 + 0.2 * torch.randn(p.shape, generator=g))
+                p.copy_(unit + 0.2 * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(0.15 * torch.randn(p.shape, generator=g))
 
@@ -70,6 +88,15 @@ def to_legacy(path):
     with open(path) as f:
         cfg = json.load(f)
     params = cfg.pop("rope_parameters", None) or {}
+    if "full_attention" in params:  # Gemma 3: the global layers' RoPE, the local base and the layer pattern
+        cfg["rope_local_base_freq"] = params["sliding_attention"]["rope_theta"]
+        cfg["sliding_window_pattern"] = len(cfg.pop("layer_types"))
+        cfg.pop("_sliding_window_pattern", None)
+        cfg["rope_scaling"] = params = params["full_attention"]  # "rope_type", as Gemma 3's files spell it
+        cfg["rope_theta"] = params.pop("rope_theta")
+        with open(path, "w") as f:
+            json.dump(cfg, f, indent=2)
+        return
     cfg["rope_theta"] = params.pop("rope_theta", 10000.0)
     if params.get("rope_type", "default") != "default":
         params["type"] = params.pop("rope_type")

@@ -41,6 +41,13 @@ CASES = {
     # all-linear would also adapt the router and the stacked experts as target parameters, which swift does not yet).
     "mixtral_attention": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32),
                           dict(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])),
+    # Gemma 2 (soft-capping, sandwich norms, tied head) and Gemma 3 (per-layer-type RoPE): every linear layer.
+    "gemma2_all_linear": ("Gemma2Config", dict(head_dim=16, sliding_window=4, attn_logit_softcapping=2.0,
+                                               final_logit_softcapping=3.0, tie_word_embeddings=True),
+                          dict(r=4, lora_alpha=8, target_modules="all-linear")),
+    "gemma3_text_all_linear": ("Gemma3TextConfig", dict(head_dim=16, sliding_window=4,
+                                                        layer_types=["sliding_attention", "full_attention"]),
+                               dict(r=4, lora_alpha=8, target_modules="all-linear", use_rslora=True)),
 }
 
 

@@ -155,6 +155,26 @@ CASES = [
     ('qwen2_5_react_en', 'qwen3', 'qwen2_5', 'train', 'default', None, None, AGENT_TEXT_AND_CALLS, [WEATHER, TIME], 'react_en'),
     ('qwen2_5_react_en_infer', 'qwen3', 'qwen2_5', 'infer', None, None, None, AGENT[:3], [WEATHER], 'react_en'),
     ('llama3_hermes', 'llama3', 'llama3', 'train', 'default', None, None, AGENT, [WEATHER], 'hermes'),
+    # Gemma (gemma_style: Gemma's tokenizer pipeline and turn tokens, a small vocabulary; see tests/assets/tokenizers).
+    ('gemma_multi_default', 'gemma_style', 'gemma', 'train', 'default', None, None, MULTI_SYS),
+    ('gemma_multi_last_round', 'gemma_style', 'gemma', 'train', 'last_round', None, None, MULTI),
+    ('gemma_loss_flags_all', 'gemma_style', 'gemma', 'train', 'all', None, None, LOSS_FLAGS),
+    ('gemma_cli_system', 'gemma_style', 'gemma', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('gemma_pretrain', 'gemma_style', 'gemma', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('gemma_infer', 'gemma_style', 'gemma', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('gemma_infer_continue', 'gemma_style', 'gemma', 'infer', None, None, None, MULTI[:4]),
+    # Gemma 3: the system prompt opens the first user message; replies lose their leading and trailing newlines.
+    ('gemma3_text_system', 'gemma_style', 'gemma3_text', 'train', 'default', None, None, MULTI_SYS),
+    ('gemma3_text_no_system', 'gemma_style', 'gemma3_text', 'train', 'last_round', None, None, MULTI),
+    ('gemma3_text_newlines', 'gemma_style', 'gemma3_text', 'train', 'default', None, None,
+     [S('You are terse.'), U('Hi there'), A('\nHello!\n\n'), U('And?'), A('Bye.\n')]),
+    ('gemma3_text_loss_flags', 'gemma_style', 'gemma3_text', 'train', 'default', None, None, LOSS_FLAGS),
+    ('gemma3_text_infer', 'gemma_style', 'gemma3_text', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('gemma3_text_empty_system', 'gemma_style', 'gemma3_text', 'train', 'default', None, None, [S('')] + MULTI),
+    ('gemma3_text_split_newlines', 'gemma_style', 'gemma3_text', 'train', 'default', None, None,
+     [U('Tell me two things.'), A('\nFirst thing.\n', loss=False), A('\nSecond thing.\n\n', loss=True)]),
+    ('gemma3_text_reply_first', 'gemma_style', 'gemma3_text', 'train', 'default', None, None,
+     [S('You are terse.'), A('\nJust some text to learn.\n')]),
 ]
 
 

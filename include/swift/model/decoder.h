@@ -1,8 +1,9 @@
-// The decoder-only causal LM shared by every family (Llama, Qwen2, Qwen3, Mistral), as LibTorch modules
-// registered under Hugging Face's names, so named_parameters() keys are checkpoint keys:
+// The decoder-only causal LM shared by every family (Llama, Qwen2/3, Mistral, Gemma 1/2/3, the MoE ones), as LibTorch
+// modules registered under Hugging Face's names, so named_parameters() keys are checkpoint keys:
 //   model.embed_tokens.weight, model.layers.N.self_attn.{q,k,v,o}_proj.{weight,bias},
 //   model.layers.N.self_attn.{q,k}_norm.weight, model.layers.N.mlp.{gate,up,down}_proj.weight,
-//   model.layers.N.{input,post_attention}_layernorm.weight, model.norm.weight, lm_head.weight (untied only).
+//   model.layers.N.{input,post_attention}_layernorm.weight,
+//   model.layers.N.{pre,post}_feedforward_layernorm.weight (Gemma 2/3), model.norm.weight, lm_head.weight (untied only).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -84,13 +85,15 @@ class LinearImpl : public torch::nn::Module {
 };
 TORCH_MODULE(Linear);
 
-// RMSNorm computed in fp32 and cast back before the weight, as transformers' LlamaRMSNorm.
+// RMSNorm computed in fp32 and cast back before the weight, as transformers' LlamaRMSNorm; with unit_offset
+// (Gemma) it scales by (1 + weight) in fp32 and casts after, as GemmaRMSNorm, and its weight starts at 0.
 class RMSNormImpl : public torch::nn::Module {
  public:
-  RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options);
+  RMSNormImpl(int64_t dim, double eps, const at::TensorOptions& options, bool unit_offset = false);
   at::Tensor forward(const at::Tensor& x);
   at::Tensor weight;
   double eps;
+  bool unit_offset;
 };
 TORCH_MODULE(RMSNorm);
 
@@ -110,6 +113,7 @@ TORCH_MODULE(Embedding);
 // What every attention layer of one forward pass shares.
 struct AttentionInputs {
   at::Tensor cos, sin;  // [B, T, D] for this chunk's positions
+  at::Tensor sliding_cos, sliding_sin;  // the sliding-window layers' own, where their RoPE differs (Gemma 3)
   // bool [B or 1, 1, T, S], true where query t may attend key s (S = cached + T keys). Undefined means the
   // plain causal pattern: is_causal for a prefill (T > 1, nothing cached), everything for one new token.
   at::Tensor full_mask;
@@ -133,6 +137,9 @@ class AttentionImpl : public torch::nn::Module {
  private:
   int64_t layer_index_, num_heads_, num_kv_heads_, head_dim_, sliding_window_;
   int64_t projected_kv_heads_ = 0, first_kv_head_ = 0;  // k/v_proj's heads, and the first this rank attends with
+  double scale_;    // of the scores
+  double softcap_;  // of the scores (Gemma 2); 0: none
+  bool sliding_rope_;  // this layer takes AttentionInputs::sliding_cos/sin
 };
 TORCH_MODULE(Attention);
 
@@ -140,8 +147,11 @@ class MLPImpl : public torch::nn::Module {
  public:
   MLPImpl(const ModelConfig& config, const at::TensorOptions& options);  // intermediate_size wide
   MLPImpl(const ModelConfig& config, int64_t intermediate_size, const at::TensorOptions& options);
-  at::Tensor forward(const at::Tensor& x);  // down(silu(gate(x)) * up(x))
+  at::Tensor forward(const at::Tensor& x);  // down(act(gate(x)) * up(x)), act: config.hidden_act
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+
+ private:
+  bool gelu_tanh_;  // else silu
 };
 TORCH_MODULE(MLP);
 
@@ -153,6 +163,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   MLP mlp{nullptr};  // null on a sparse (mixture-of-experts) layer
   std::shared_ptr<SparseMoeBlockImpl> moe;  // registered as "mlp" (moe.h); null on a dense layer
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
+  // Gemma 2/3 (config.sandwich_norms): around the MLP; post_attention_layernorm then normalises the attention's output.
+  RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};
 };
 TORCH_MODULE(DecoderLayer);
 
@@ -260,8 +272,12 @@ class CausalLMImpl : public torch::nn::Module {
   Linear score{nullptr};    // sequence classifiers only (then no lm_head)
 
  private:
+  // cap * tanh(logits / cap) with the config's final_logit_softcapping (Gemma 2); the logits as they are without.
+  at::Tensor soft_capped(const at::Tensor& logits) const;
+
   ModelConfig config_;
   RotaryEmbedding rope_;
+  std::optional<RotaryEmbedding> sliding_rope_;  // config.sliding_rope's
   bool gradient_checkpointing_ = false;
   std::optional<c10::Device> compute_device_;
   std::shared_ptr<TensorParallelComm> tensor_parallel_;

@@ -17,6 +17,9 @@ struct ModelFamily {
   std::string default_template;            // chat template used when none is given
   // Sets the family-specific flags (biases, q/k norm, sliding windows) from the raw config.
   void (*apply)(const nlohmann::json& raw, ModelConfig& config, std::vector<std::string>& problems);
+  // transformers' class of the family's reward models; empty: the first architecture's name with
+  // ForSequenceClassification for ForCausalLM (Qwen3ForCausalLM -> Qwen3ForSequenceClassification).
+  std::string sequence_classifier = {};
 };
 
 const std::vector<ModelFamily>& model_families();

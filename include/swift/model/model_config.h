@@ -1,6 +1,6 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, qwen2_moe, qwen3_moe, mixtral): they differ only in the flags below, set by the family
-// registry.
+// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, qwen2_moe, qwen3_moe, mixtral): they differ only in the
+// flags below, set by the family registry.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -50,7 +50,7 @@ struct MoeConfig {
 };
 
 struct ModelConfig {
-  std::string model_type;  // "llama", "qwen2", "qwen3", "mistral", "qwen2_moe", "qwen3_moe", "mixtral"
+  std::string model_type;  // "llama", "qwen2", "qwen3", "mistral", "gemma", ..., "mixtral" (family_registry.cpp)
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -61,13 +61,26 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   int64_t max_position_embeddings = 2048;
   double initializer_range = 0.02;
-  std::string hidden_act = "silu";
+  std::string hidden_act = "silu";  // the MLP's activation: silu, or gelu_pytorch_tanh (Gemma)
   RopeConfig rope;
+  // RoPE of the sliding-window layers where the family gives them their own (Gemma 3's rope_local_base_freq);
+  // empty: every layer uses `rope`.
+  std::optional<RopeConfig> sliding_rope;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // bias on q, k, v and o
   bool qkv_bias = false;        // bias on q, k, v only (Qwen2)
   bool mlp_bias = false;
-  bool qk_norm = false;         // RMSNorm over head_dim on q and k (Qwen3)
+  bool qk_norm = false;         // RMSNorm over head_dim on q and k (Qwen3, Gemma 3)
+  // Gemma: every RMSNorm scales by (1 + weight), in fp32 before the cast back; its weights start at 0.
+  bool norm_unit_offset = false;
+  // Gemma 2/3: post_attention_layernorm normalises the attention's output before the residual add, and
+  // pre_feedforward_layernorm / post_feedforward_layernorm do the same around the MLP.
+  bool sandwich_norms = false;
+  double embedding_multiplier = 1.0;  // Gemma: sqrt(hidden_size), rounded to the weights' dtype as transformers does
+  double attention_scale = 0.0;       // the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2/3: query_pre_attn_scalar^-0.5)
+  // tanh soft-capping, cap * tanh(x / cap), of the attention scores and of the final logits; 0: none (Gemma 2).
+  double attn_logit_softcapping = 0.0;
+  double final_logit_softcapping = 0.0;
   // Per layer: 0 = full causal attention, else the sliding window length (Mistral, Qwen2/3 with
   // use_sliding_window). Size num_hidden_layers.
   std::vector<int64_t> layer_sliding_window;
@@ -96,6 +109,11 @@ struct ModelConfig {
 ModelConfig parse_model_config(const nlohmann::json& j, const std::string& source);
 // `dir`/config.json.
 ModelConfig load_model_config(const std::filesystem::path& dir);
+// One RoPE description: `parameters` is a "rope_scaling"/"rope_parameters" object (null: plain RoPE), `theta` the base
+// where it gives none, `top` the whole config.json (a top-level original_max_position_embeddings wins, as in
+// transformers). Problems are added to `problems`.
+RopeConfig parse_rope_parameters(const nlohmann::json* parameters, double theta, int64_t max_position_embeddings,
+                                 const nlohmann::json& top, std::vector<std::string>& problems);
 
 // How many parameters the config describes (embeddings, head or score, every layer's projections, biases and
 // norms: exactly what the model allocates), as a double so that absurd sizes do not overflow: what the weights

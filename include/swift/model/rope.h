@@ -12,7 +12,8 @@ namespace swift::model {
 
 class RotaryEmbedding {
  public:
-  explicit RotaryEmbedding(const ModelConfig& config);
+  explicit RotaryEmbedding(const ModelConfig& config);  // config.rope over head_dim
+  RotaryEmbedding(const RopeConfig& rope, int64_t head_dim, int64_t max_position_embeddings);
 
   // cos, sin: [B, T, head_dim] in `dtype`, for position_ids [B, T] (int64, any device).
   // Dynamic NTK rescales when max(position_ids) + 1 exceeds max_position_embeddings, as transformers does on a

@@ -63,6 +63,10 @@ struct TemplateMeta {
   bool is_thinking = false;
   std::string thinking_prefix;
   std::string non_thinking_prefix;
+  // Gemma 3 (ms-swift's Gemma3Template): no system turn; a system prompt opens the first message, "\n\n" after it.
+  bool system_in_first_message = false;
+  // Gemma 3: each reply's leading and trailing newlines are dropped.
+  bool strip_reply_newlines = false;
 };
 
 // Names of the built-in templates, sorted: chatml, default, llama, llama3, llama3_2, mistral, qwen, qwen2_5, ...

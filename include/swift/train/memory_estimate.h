@@ -39,6 +39,10 @@ struct MemoryInputs {
   int64_t outer_weight_bytes = 0, layer_weight_bytes = 0;
   int64_t quantizable_params = 0;
   bool gradient_checkpointing = true;
+  // Attention that keeps its scores for backward, outside a fused kernel (Gemma 2's soft-capped attention): the
+  // query heads on this rank, and the micro-batch's rows and their length. 0 heads: none.
+  int64_t materialised_score_heads = 0;
+  int64_t rows_per_micro_batch = 0, row_tokens = 0;
   // The optimizer's state against AdamW's two moments per trainable parameter (GaLore's low-rank state: less).
   double optimizer_state_ratio = 1.0;
   std::string optimizer_name = "AdamW";

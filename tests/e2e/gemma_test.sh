@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# End-to-end: the Gemma families through the binary, on tiny random models (tests/e2e/make_gemma_config.py: the
+# gemma_style tokenizer, a sliding layer and a global one, soft-capping that bites). Usage: gemma_test.sh swift
+#  - Gemma 2 under TP=2 with sequence parallelism (its four norms a layer summed over the group, the soft-capped
+#    logits over a split vocabulary) and over two pipeline stages gives one rank's losses, grad norms, token accuracy
+#    and final weights (fp32, 1e-5);
+#  - Gemma 3 (RoPE per layer type) under ring and Ulysses context parallelism at 2 ranks gives one rank's numbers;
+#  - Gemma 2 with --cp_size stops with exit 2 before loading (context parallelism has no attention soft-capping);
+#  - LoRA on every linear layer of Gemma 3: infer with the adapter, export --merge_lora, and the merged folder, which
+#    transformers loads, answers as base + adapter; the gemma3_text template is picked by itself.
+# (Training steps against ms-swift's own: msswift_loss_test.sh; logits, generation and PEFT adapters against
+# transformers and PEFT: the parity tests.)
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json numpy safetensors transformers
+source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
+
+for fam in gemma2 gemma3_text; do
+  "$PY" "$ROOT/tests/e2e/make_gemma_config.py" "$fam" "$TMP/${fam}_config" >/dev/null 2>&1 \
+    && "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 5 --output_dir "$TMP/$fam" >/dev/null 2>&1 \
+    || { echo "FAIL export $fam"; exit 1; }
+done
+base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests --train_type full
+      --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1
+      --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0)
+common=("${base[@]}" --per_device_train_batch_size 2 --max_steps 4 --save_steps 4)
+
+run one_gemma2 0 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --output_dir "$TMP/one_gemma2"
+template_is() {  # template_is RUN_DIR NAME: the chat template the run's args.json records (the family's default)
+  "$PY" -c "import json, sys; sys.exit(json.load(open('$1/args.json'))['template'] != '$2')" && ok \
+    || bad "$1: template is not $2"
+}
+template_is "$TMP/one_gemma2" gemma
+run tp2sp_gemma2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --tp_size 2 \
+  --sequence_parallel true --output_dir "$TMP/tp2sp_gemma2"
+compare tp2sp_gemma2 "$TMP/one_gemma2" "$TMP/tp2sp_gemma2"
+run pp2_gemma2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --pp_size 2 \
+  --output_dir "$TMP/pp2_gemma2"
+compare pp2_gemma2 "$TMP/one_gemma2" "$TMP/pp2_gemma2"
+run cp2_gemma2 2 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --cp_size 2 \
+  --output_dir "$TMP/cp2_gemma2"
+has cp2_gemma2_message "context parallelism does not soft-cap attention scores" err
+
+run one_gemma3 0 "$SWIFT" sft --model "$TMP/gemma3_text" "${common[@]}" --output_dir "$TMP/one_gemma3"
+template_is "$TMP/one_gemma3" gemma3_text
+run ring2_gemma3 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma3_text" "${common[@]}" --cp_size 2 \
+  --output_dir "$TMP/ring2_gemma3"
+compare ring2_gemma3 "$TMP/one_gemma3" "$TMP/ring2_gemma3"
+run ulysses2_gemma3 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma3_text" "${common[@]}" \
+  --sequence_parallel_size 2 --output_dir "$TMP/ulysses2_gemma3"
+compare ulysses2_gemma3 "$TMP/one_gemma3" "$TMP/ulysses2_gemma3"
+
+# LoRA (base's --train_type full made lora), then the adapter and the merged model answer alike; transformers loads
+# the merged folder.
+printf '%s\n' '{"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Who are you?"}]}' \
+  '{"messages": [{"role": "user", "content": "What is 2+2?"}]}' > "$TMP/ask.jsonl"
+run lora_gemma3 0 "$SWIFT" sft --model "$TMP/gemma3_text" "${base[@]/full/lora}" --per_device_train_batch_size 2 \
+  --max_steps 4 --save_steps 4 --lora_rank 4 --target_modules all-linear --output_dir "$TMP/lora_gemma3"
+# Greedy answers with each token's log probability and its 5 best alternatives: equal only where the two models give
+# the same distributions.
+sample=(--val_dataset "$TMP/ask.jsonl" --max_new_tokens 6 --logprobs true --top_logprobs 5)
+run infer_adapter 0 "$SWIFT" infer --adapters "$TMP/lora_gemma3/checkpoint-4" "${sample[@]}" --result_path "$TMP/adapter.jsonl"
+run merge 0 "$SWIFT" export --adapters "$TMP/lora_gemma3/checkpoint-4" --output_dir "$TMP/merged"
+run infer_merged 0 "$SWIFT" infer --model "$TMP/merged" "${sample[@]}" --result_path "$TMP/merged.jsonl"
+"$PY" - "$TMP/adapter.jsonl" "$TMP/merged.jsonl" "$TMP/merged" <<'P' && ok || bad "merged Gemma 3: answers differ, or transformers cannot load it"
+import json, sys
+import transformers
+a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
+assert len(a) == len(b) == 2 and [r["response"] for r in a] == [r["response"] for r in b], (a, b)
+def flat(rows):
+    return [float(v) for v in __import__("re").findall(r'"logprob": (-?[\d.e+-]+)', json.dumps([r["logprobs"] for r in rows]))]
+fa, fb = flat(a), flat(b)
+assert len(fa) == len(fb) >= 2 * 6 * 6 and max(abs(x - y) for x, y in zip(fa, fb)) < 1e-4, (fa, fb)
+model, info = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[3], output_loading_info=True)
+assert type(model).__name__ == "Gemma3ForCausalLM" and not info["missing_keys"] and not info["unexpected_keys"], info
+print(f"adapter and merged model: the same answers and {len(fa)} log probabilities within 1e-4")
+P
+finish gemma
