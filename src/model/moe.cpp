@@ -87,9 +87,11 @@ at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& expert
 }
 
 at::Tensor MoeExpertsImpl::run_held_experts(const at::Tensor& rows, const at::Tensor& offsets) {
-  const at::Tensor gate_up = grouped_matmul(rows, gate_up_proj.transpose(1, 2), offsets);  // [M, 2I]
+  const at::Tensor gate_up_weight = adapter ? adapter->adapted("gate_up_proj", gate_up_proj) : gate_up_proj;
+  const at::Tensor down_weight = adapter ? adapter->adapted("down_proj", down_proj) : down_proj;
+  const at::Tensor gate_up = grouped_matmul(rows, gate_up_weight.transpose(1, 2), offsets);  // [M, 2I]
   const auto halves = gate_up.chunk(2, -1);
-  return grouped_matmul(at::silu(halves[0]) * halves[1], down_proj.transpose(1, 2), offsets);  // [M, C]
+  return grouped_matmul(at::silu(halves[0]) * halves[1], down_weight.transpose(1, 2), offsets);  // [M, C]
 }
 
 SparseMoeBlockImpl::SparseMoeBlockImpl(const ModelConfig& c, const at::TensorOptions& options)

@@ -182,6 +182,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                 "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
                     ": context parallelism does not soft-cap attention scores (config.json's attn_logit_softcapping) yet",
                 "train without --cp_size / --sequence_parallel_size (tensor and pipeline parallelism work)");
+    // The experts' LoRA branches hold every expert: not split with the experts yet.
+    SWIFT_CHECK(options.tuner.lora.target_parameters.empty() || options.parallel.ep_size == 1, UsageError,
+                "--target_parameters with --expert_model_parallel_size " + std::to_string(options.parallel.ep_size) +
+                    " is not available yet",
+                "train the experts' LoRA with --ep_size 1 (tensor, pipeline, context and data parallelism take it)");
     const std::string experts = model::expert_parallel_problem(config, static_cast<int>(options.parallel.ep_size));
     SWIFT_CHECK(experts.empty(), UsageError, "--expert_model_parallel_size " + std::to_string(options.parallel.ep_size) + ": " + experts,
                 "choose an --expert_model_parallel_size that divides the experts, or drop it");

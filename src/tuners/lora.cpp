@@ -19,6 +19,7 @@
 #include "swift/model/checkpoint.h"
 #include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
+#include "swift/tuners/lora_experts.h"
 #include "swift/tuners/lora_linear.h"
 
 namespace fs = std::filesystem;
@@ -126,7 +127,7 @@ std::vector<std::string> lora_modules(model::CausalLM& model) {
   return out;
 }
 
-AdaptersDisabled::AdaptersDisabled(model::CausalLM& model) {
+AdaptersDisabled::AdaptersDisabled(model::CausalLM& model) : experts_(std::make_unique<ExpertAdaptersDisabled>(model)) {
   for (auto& [name, linear] : base_linears(model)) {
     if (!std::dynamic_pointer_cast<LoraLinear>(linear->adapter)) continue;
     disabled_.emplace_back(linear, linear->adapter);
@@ -148,6 +149,7 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
   SWIFT_CHECK(lora_modules(model).empty(), UsageError, "this model already carries LoRA layers",
               "merge them first (merge_lora) or load the base model again");
   const auto targets = select_targets(model, config);
+  check_expert_lora(model, config);
 
   // modules_to_save: resolved before anything changes, so an error leaves the model untouched.
   std::vector<std::shared_ptr<torch::nn::Module>> to_save;
@@ -212,6 +214,7 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
     linear->adapter = lora;
     names.push_back(name);
   }
+  apply_expert_lora(model, config, gen);
   return names;
 }
 
@@ -314,7 +317,7 @@ int64_t merge_lora(model::CausalLM& model) {
     linear->unregister_module("lora_B");
     ++merged;
   }
-  return merged;
+  return merged + merge_expert_lora(model);
 }
 
 io::NamedTensors trainable_parameters(model::CausalLM& model) {

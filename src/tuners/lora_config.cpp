@@ -94,7 +94,7 @@ json to_adapter_config_json(const LoraConfig& c, const std::vector<std::string>&
       {"rank_pattern", json::object()},
       {"revision", nullptr},
       {"target_modules", target},
-      {"target_parameters", nullptr},
+      {"target_parameters", c.target_parameters.empty() ? json(nullptr) : json(c.target_parameters)},
       {"task_type", c.task_type.empty() ? json(nullptr) : json(c.task_type)},
       {"trainable_token_indices", nullptr},
       {"use_bdlora", nullptr},
@@ -138,6 +138,8 @@ LoraConfig parse_adapter_config(const json& j, const std::string& source) {
       c.target_modules = t.get<std::vector<std::string>>();
       std::sort(c.target_modules.begin(), c.target_modules.end());
     }
+    if (j.contains("target_parameters") && !j.at("target_parameters").is_null())
+      c.target_parameters = j.at("target_parameters").get<std::vector<std::string>>();
     if (j.contains("modules_to_save") && !j.at("modules_to_save").is_null())
       c.modules_to_save = j.at("modules_to_save").get<std::vector<std::string>>();
     c.use_rslora = j.value("use_rslora", false);
@@ -159,7 +161,7 @@ LoraConfig parse_adapter_config(const json& j, const std::string& source) {
   }
   std::vector<std::string> unsupported;
   for (const char* key : {"rank_pattern", "alpha_pattern", "layers_to_transform", "layers_pattern", "exclude_modules",
-                          "fan_in_fan_out", "lora_bias", "layer_replication", "target_parameters",
+                          "fan_in_fan_out", "lora_bias", "layer_replication",
                           "trainable_token_indices", "use_qalora", "alora_invocation_tokens"})
     if (!unset(j, key)) unsupported.push_back(std::string(key) + " = " + j.at(key).dump());
   if (c.bias != "none") unsupported.push_back("bias = \"" + c.bias + "\"");

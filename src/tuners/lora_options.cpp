@@ -14,6 +14,9 @@ std::vector<cli::FlagSpec> lora_flags(const std::string& dropout_default, const 
       {"target_modules", FlagType::kList, "all-linear", "modules to adapt: all-linear or names (q_proj v_proj ...)",
        {"lora_target_modules"}},
       {"target_regex", FlagType::kString, "", "regex over module names (instead of --target_modules)"},
+      {"target_parameters", FlagType::kList, "",
+       "mixture-of-experts weights to adapt as PEFT's target_parameters: mlp.experts.gate_up_proj mlp.experts.down_proj "
+       "(needs --lora_dropout 0)"},
       {"modules_to_save", FlagType::kList, "", "modules trained in full next to LoRA (embed_tokens, lm_head)"},
       {"lora_dtype", FlagType::kString, "", "dtype of the trainable LoRA weights: float32 (default), bfloat16, float16"},
       {"use_rslora", FlagType::kBool, "false", "rank-stabilised scaling alpha / sqrt(r)"},
@@ -29,6 +32,7 @@ LoraConfig lora_config(const cli::Flags& flags, cli::Problems& problems) {
   c.lora_dropout = flags.number("lora_dropout");
   c.target_modules = flags.list("target_modules");
   if (!flags.str("target_regex").empty()) c.target_regex = flags.str("target_regex");
+  c.target_parameters = flags.list("target_parameters");
   c.modules_to_save = flags.list("modules_to_save");
   c.use_rslora = flags.boolean("use_rslora");
   c.use_dora = flags.boolean("use_dora");

@@ -41,6 +41,15 @@ CASES = {
     # all-linear would also adapt the router and the stacked experts as target parameters, which swift does not yet).
     "mixtral_attention": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32),
                           dict(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj"])),
+    # LoRA on the experts' stacked weights (PEFT's target_parameters, lora.ParamWrapper: no dropout): both of Qwen3-MoE's
+    # (gate_up_proj's branch nested as base_layer), and Mixtral's down_proj alone with rsLoRA.
+    "qwen3_moe_experts": ("Qwen3MoeConfig", dict(head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                                                 norm_topk_prob=True, mlp_only_layers=[0]),
+                          dict(r=4, lora_alpha=8, lora_dropout=0.0, target_modules=["q_proj", "v_proj"],
+                               target_parameters=["mlp.experts.gate_up_proj", "mlp.experts.down_proj"])),
+    "mixtral_experts_down": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32),
+                             dict(r=2, lora_alpha=8, lora_dropout=0.0, use_rslora=True, target_modules=["o_proj"],
+                                  target_parameters=["experts.down_proj"])),
     # Gemma 2 (soft-capping, sandwich norms, tied head) and Gemma 3 (per-layer-type RoPE): every linear layer.
     "gemma2_all_linear": ("Gemma2Config", dict(head_dim=16, sliding_window=4, attn_logit_softcapping=2.0,
                                                final_logit_softcapping=3.0, tie_word_embeddings=True),
@@ -67,7 +76,7 @@ def make(out_dir):
         randomise(model, 2000 + i)
         folder = os.path.join(out_dir, name)
         model.save_pretrained(os.path.join(folder, "base"), safe_serialization=True)
-        config = peft.LoraConfig(task_type="CAUSAL_LM", lora_dropout=0.1, init_lora_weights=False, **lora_kwargs)
+        config = peft.LoraConfig(task_type="CAUSAL_LM", init_lora_weights=False, **{"lora_dropout": 0.1, **lora_kwargs})
         torch.manual_seed(1000 + i)  # PEFT's own init draws from the global RNG; DoRA magnitudes start from it
         pm = peft.get_peft_model(model, config).eval()
         g = torch.Generator().manual_seed(3000 + i)

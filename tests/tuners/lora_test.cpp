@@ -18,6 +18,7 @@
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
 #include "swift/tuners/lora.h"
+#include "swift/tuners/lora_experts.h"
 #include "swift/tuners/lora_linear.h"
 #include "test_util.h"
 
@@ -558,4 +559,52 @@ TEST(Dora, Bf16BaseWithFp32Branch) {
   const auto y = v.forward(at::randn({3, 64}).to(at::kBFloat16));
   EXPECT_EQ(y.scalar_type(), at::kBFloat16);  // cast back to the base output's dtype
   EXPECT_TRUE(at::isfinite(logits(m)).all().item<bool>());
+}
+
+// LoRA on the experts' stacked weights (--target_parameters, PEFT's ParamWrapper; parity with PEFT itself in
+// lora_peft_test.cpp): PEFT's names (the earlier weight nested as base_layer), B = 0 starts at the base model, the
+// adapter off is the base model, merged equals unmerged, and what it cannot take is refused.
+TEST(ExpertLora, NamesDisableMergeAndRefusals) {
+  auto m = test::random_model(test::tiny_config("qwen3_moe"), 9);  // layer 0 dense, layer 1 sparse
+  const auto base = logits(m);
+  LoraConfig c;
+  c.r = 2;
+  c.lora_alpha = 4;
+  c.lora_dropout = 0;
+  c.target_modules = {"q_proj"};
+  c.target_parameters = {"mlp.experts.gate_up_proj", "experts.down_proj"};
+  tuners::apply_lora(m, c, 1);
+  std::set<std::string> names;
+  for (auto& [name, p] : tuners::trainable_parameters(m)) names.insert(name);
+  EXPECT_TRUE(names.count("model.layers.1.mlp.experts.base_layer.lora_A.weight"));  // gate_up_proj's: [r E, C]
+  EXPECT_TRUE(names.count("model.layers.1.mlp.experts.lora_B.weight"));             // down_proj's: [C, r E]
+  EXPECT_EQ(names.size(), 8u);  // q_proj's A and B on two layers, two weights' A and B on the sparse one
+  EXPECT_EQ((tuners::expert_lora_weights(m)),
+            (std::vector<std::string>{"model.layers.1.mlp.experts.gate_up_proj", "model.layers.1.mlp.experts.down_proj"}));
+  EXPECT_LE((logits(m) - base).abs().max().item<double>(), 0.0);  // B = 0
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& [name, p] : tuners::trainable_parameters(m))
+      if (name.find("lora_B") != std::string::npos) p.uniform_(-0.05, 0.05);
+  }
+  const auto adapted = logits(m);
+  EXPECT_GT((adapted - base).abs().max().item<double>(), 1e-3);
+  {
+    tuners::AdaptersDisabled off(m);
+    EXPECT_LE((logits(m) - base).abs().max().item<double>(), 0.0);
+  }
+  EXPECT_LE((logits(m) - adapted).abs().max().item<double>(), 0.0);
+  EXPECT_EQ(tuners::merge_lora(m), 4);  // q_proj twice, the two expert weights
+  for (const auto& item : m->named_parameters()) EXPECT_EQ(item.key().find("lora_"), std::string::npos) << item.key();
+  EXPECT_LE((logits(m) - adapted).abs().max().item<double>(), 1e-5);
+
+  auto fresh = test::random_model(test::tiny_config("qwen3_moe"), 9);
+  c.lora_dropout = 0.05;
+  EXPECT_NE(error_of([&] { tuners::apply_lora(fresh, c, 1); }).find("--lora_dropout 0"), std::string::npos);
+  c.lora_dropout = 0;
+  c.target_parameters = {"experts.up_proj"};
+  EXPECT_NE(error_of([&] { tuners::apply_lora(fresh, c, 1); }).find("matches no expert weight"), std::string::npos);
+  auto dense = test::random_model(test::tiny_config("qwen3"), 9);
+  c.target_parameters = {"experts.down_proj"};
+  EXPECT_NE(error_of([&] { tuners::apply_lora(dense, c, 1); }).find("no mixture-of-experts layer"), std::string::npos);
 }

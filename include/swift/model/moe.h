@@ -45,6 +45,15 @@ struct ExpertCapacity {
 at::Tensor expert_capacity_keep(const at::Tensor& weights, const at::Tensor& experts, int64_t num_experts,
                                 const ExpertCapacity& capacity);
 
+// What a tuner puts on a sparse layer's stacked expert weights (LoRA on PEFT's target_parameters,
+// tuners/lora_experts.h): the weight the experts compute with.
+class ExpertWeightsAdapter {
+ public:
+  virtual ~ExpertWeightsAdapter() = default;
+  // `weight` is the experts' "gate_up_proj" or "down_proj" (`name`); returns it with the adapter's change added.
+  virtual at::Tensor adapted(const std::string& name, const at::Tensor& weight) = 0;
+};
+
 // The experts of one sparse layer: gate_up_proj [E, 2I, C], down_proj [E, C, I] (silu(gate) * up, then down).
 // Under expert parallelism (expert_parallel.h) this rank holds E / ep of them and the tokens travel to their experts.
 class MoeExpertsImpl : public torch::nn::Module {
@@ -56,6 +65,7 @@ class MoeExpertsImpl : public torch::nn::Module {
   at::Tensor forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights, const at::Tensor& keep = {});
   at::Tensor gate_up_proj, down_proj;
   std::shared_ptr<ExpertParallel> expert_parallel;  // null: every expert here
+  std::shared_ptr<ExpertWeightsAdapter> adapter;    // null: the weights as they are
 
  private:
   // The experts held here over rows grouped by expert (offsets [experts held] int32: each group's end).

@@ -17,6 +17,8 @@
 
 namespace swift::tuners {
 
+class ExpertAdaptersDisabled;  // lora_experts.h
+
 // How lora_A/lora_B start (PEFT's init_lora_weights).
 enum class LoraInit {
   kDefault,   // true: A kaiming-uniform(a=sqrt(5)) = U(-1/sqrt(in), 1/sqrt(in)), B zeros (the adapter starts as a no-op)
@@ -35,6 +37,9 @@ struct LoraConfig {
   // --target_regex: when set, replaces target_modules; must match a full module name (PEFT's re.fullmatch
   // of a string target_modules). Default: none.
   std::optional<std::string> target_regex;
+  // --target_parameters: a mixture-of-experts layer's stacked expert weights (mlp.experts.gate_up_proj,
+  // mlp.experts.down_proj), adapted as PEFT's target_parameters (lora_experts.h); needs lora_dropout 0. Default: none.
+  std::vector<std::string> target_parameters;
   // --modules_to_save: modules trained in full and saved with the adapter (embed_tokens, lm_head).
   std::vector<std::string> modules_to_save;
   bool use_rslora = false;  // --use_rslora: scaling alpha/sqrt(r) instead of alpha/r. Default: false.
@@ -107,6 +112,7 @@ class AdaptersDisabled {
 
  private:
   std::vector<std::pair<model::LinearImpl*, std::shared_ptr<model::LinearAdapter>>> disabled_;
+  std::unique_ptr<ExpertAdaptersDisabled> experts_;
 };
 
 // Sets the dropout on every LoRA layer's input (preference training turns it off, as TRL's disable_dropout).
