@@ -26,6 +26,16 @@ std::string text(const json& j, const char* key, const std::string& fallback) {
 double number(const json& j, const char* key, double fallback) {
   return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : fallback;
 }
+// The family's config class defaults where config.json leaves the field out (the generic parser assumes Llama's:
+// rope_theta 1e4, rms_norm_eps 1e-6, max_position_embeddings 2048).
+void class_defaults(const json& j, ModelConfig& c, double rope_theta, double rms_norm_eps,
+                    int64_t max_position_embeddings) {
+  const bool theta_given = j.contains("rope_theta") || (j.contains("rope_parameters") && j.at("rope_parameters").is_object() &&
+                                                        j.at("rope_parameters").contains("rope_theta"));
+  if (!theta_given) c.rope.theta = rope_theta;
+  if (!j.contains("rms_norm_eps")) c.rms_norm_eps = rms_norm_eps;
+  if (!j.contains("max_position_embeddings")) c.max_position_embeddings = max_position_embeddings;
+}
 void explicit_head_dim(const json& j, ModelConfig& c, int64_t fallback) {
   c.head_dim = integer(j, "head_dim", fallback);
 }
@@ -64,11 +74,13 @@ void apply_llama(const json& j, ModelConfig& c, std::vector<std::string>&) {
 }
 
 void apply_qwen2(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 32768);
   c.qkv_bias = true;  // Qwen2 always has q/k/v biases and no o_proj bias
   qwen_sliding_windows(j, c, problems);
 }
 
 void apply_qwen3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 32768);
   c.attention_bias = flag(j, "attention_bias", false);
   c.qk_norm = true;
   explicit_head_dim(j, c, 128);  // Qwen3Config's default
@@ -103,6 +115,7 @@ void qwen_moe(const json& j, ModelConfig& c, std::vector<std::string>& problems)
 }
 
 void apply_qwen2_moe(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 32768);
   c.qkv_bias = flag(j, "qkv_bias", true);
   qwen_sliding_windows(j, c, problems);
   qwen_moe(j, c, problems);
@@ -115,8 +128,9 @@ void apply_qwen3_moe(const json& j, ModelConfig& c, std::vector<std::string>& pr
 }
 
 void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
+  class_defaults(j, c, 1e4, 1e-6, 131072);
   explicit_head_dim(j, c, c.head_dim);
-  const int64_t window = integer(j, "sliding_window", 0);
+  const int64_t window = integer(j, "sliding_window", j.contains("sliding_window") ? 0 : 4096);  // null: none
   for (auto& w : c.layer_sliding_window) w = window;
 }
 
@@ -125,6 +139,9 @@ void apply_mistral(const json& j, ModelConfig& c, std::vector<std::string>&) {
 // (block_sparse_moe, w1/w3/w2), which transformers renames on load and back on save.
 void apply_mixtral(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
   apply_mistral(j, c, problems);
+  class_defaults(j, c, 1e6, 1e-5, 131072);
+  if (!j.contains("sliding_window"))  // MixtralConfig's default: no window (Mistral's: 4096)
+    for (auto& w : c.layer_sliding_window) w = 0;
   MoeConfig& m = c.moe;
   m.num_experts = integer(j, "num_local_experts", integer(j, "num_experts", 8));  // MixtralConfig's attribute_map
   m.experts_per_token = integer(j, "num_experts_per_tok", 2);

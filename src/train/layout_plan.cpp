@@ -39,10 +39,21 @@ double layer_expert_parameters(const model::ModelConfig& c) {
   return per_layer * static_cast<double>(sparse) / static_cast<double>(std::max<int64_t>(1, c.num_hidden_layers));
 }
 
+// all-linear LoRA's parameters per layer, on average: q/k/v/o and the MLP's gate/up/down on a dense layer; on a sparse
+// one the shared expert and its gate, if any (as ms-swift's all-linear, neither the router nor the experts).
 double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
-  const double h = static_cast<double>(c.hidden_size), i = static_cast<double>(c.intermediate_size);
+  const double h = static_cast<double>(c.hidden_size);
   const double q = static_cast<double>(c.q_dim()), kv = static_cast<double>(c.kv_dim());
-  return static_cast<double>(rank) * ((h + q) + 2 * (h + kv) + (q + h) + 2 * (h + i) + (i + h));
+  auto mlp = [h](double width) { return 2 * (h + width) + (width + h); };
+  const double attention = (h + q) + 2 * (h + kv) + (q + h);
+  double layers = 0;
+  for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
+    const double shared = static_cast<double>(c.moe.shared_expert_intermediate_size);
+    layers += attention + (!c.sparse_layer(l) ? mlp(static_cast<double>(c.intermediate_size))
+                           : shared > 0       ? mlp(shared) + (h + 1)
+                                              : 0.0);
+  }
+  return static_cast<double>(rank) * layers / static_cast<double>(std::max<int64_t>(1, c.num_hidden_layers));
 }
 
 // The busiest rank's memory under one layout.
@@ -66,7 +77,7 @@ MemoryEstimate estimate(const LayoutPlanInputs& in, int tp, int cp, int pp, int 
   m.weight_bytes = static_cast<int64_t>(in.lora ? params * static_cast<double>(in.base_element_bytes) + trainable * 4 : params * 4);
   m.trainable_bytes = static_cast<int64_t>(trainable * 4);
   m.hidden_size = c.hidden_size;
-  m.intermediate_size = c.intermediate_size;
+  m.intermediate_size = mlp_activation_width(c);
   m.num_layers = stage_layers;
   m.vocab_size = c.vocab_size;
   m.tensor_split = tp;  // with sequence parallelism (the plan's flags turn it on): the residual stream split too

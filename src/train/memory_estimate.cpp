@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "swift/model/model_config.h"
+
 namespace swift::train {
 
 namespace {
@@ -40,6 +42,14 @@ double activations(const MemoryInputs& in, bool checkpointing) {
 }
 
 }  // namespace
+
+int64_t mlp_activation_width(const model::ModelConfig& c) {
+  if (!c.is_moe() || c.num_hidden_layers <= 0) return c.intermediate_size;
+  const int64_t sparse_width = c.moe.experts_per_token * c.moe.expert_intermediate_size + c.moe.shared_expert_intermediate_size;
+  int64_t total = 0;
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) total += c.sparse_layer(i) ? sparse_width : c.intermediate_size;
+  return (total + c.num_hidden_layers - 1) / c.num_hidden_layers;
+}
 
 MemoryEstimate estimate_memory(const MemoryInputs& in) {
   MemoryEstimate e;

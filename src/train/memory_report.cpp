@@ -35,7 +35,7 @@ void log_memory_estimate(const MemoryReportInputs& r) {
   }
   const auto& config = model->config();
   in.hidden_size = config.hidden_size;
-  in.intermediate_size = config.intermediate_size;
+  in.intermediate_size = mlp_activation_width(config);
   // Whose activations this rank holds: every layer once, or a pipeline stage's layers for each pass in flight.
   in.num_layers = f.activation_layers ? f.activation_layers(r.micro_batches) : config.num_hidden_layers;
   in.vocab_size = config.vocab_size;

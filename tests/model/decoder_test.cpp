@@ -327,6 +327,22 @@ TEST(ModelConfig, FamilyFlagsAndSlidingWindows) {
 
   auto m = test::tiny_config("mistral");
   EXPECT_EQ(model::parse_model_config(m, "m").layer_sliding_window, (std::vector<int64_t>{6, 6}));
+  // Fields config.json leaves out take the family's config class defaults (MistralConfig: a 4096-token window,
+  // MixtralConfig: none, rope_theta 1e6, rms_norm_eps 1e-5; both 131072 positions; Qwen: 32768).
+  for (const char* key : {"sliding_window", "rope_theta", "rms_norm_eps", "max_position_embeddings"}) m.erase(key);
+  c = model::parse_model_config(m, "m");
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{4096, 4096}));
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  auto mx = test::tiny_config("mixtral");
+  for (const char* key : {"sliding_window", "rope_theta", "rms_norm_eps", "max_position_embeddings"}) mx.erase(key);
+  c = model::parse_model_config(mx, "mx");
+  EXPECT_FALSE(c.any_sliding_window());
+  EXPECT_DOUBLE_EQ(c.rope.theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  auto q = test::tiny_config("qwen3_moe");
+  q.erase("max_position_embeddings");
+  EXPECT_EQ(model::parse_model_config(q, "q").max_position_embeddings, 32768);
 
   auto l = test::tiny_config("llama");
   l.erase("model_type");

@@ -2,6 +2,8 @@
 // (fewest ranks per model copy that fit; TP within a node first, then PP, then CP).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "swift/train/layout_plan.h"
 
 using namespace swift;
@@ -102,6 +104,25 @@ TEST(LayoutPlan, MixtureOfExpertsSplitsItsExpertsOverTheRanksOfAStage) {
   ASSERT_TRUE(best.has_value());
   EXPECT_GT(best->ep, 1);
   EXPECT_NE(train::describe_layout_plan(in, options).find("--ep_size " + std::to_string(best->ep)), std::string::npos);
+  // A token leaves the activations of its 8 experts of 768, not of one intermediate_size MLP.
+  EXPECT_EQ(train::mlp_activation_width(in.config), 8 * 768);
+  in.config.moe.sparse_layers[0] = false;  // one dense layer of 48: the average
+  EXPECT_EQ(train::mlp_activation_width(in.config), (47 * 8 * 768 + 6144 + 47) / 48);
+}
+
+// Gemma 2's soft-capped attention has no context parallelism: no layout offers it.
+TEST(LayoutPlan, NoContextParallelismForSoftCappedAttention) {
+  train::LayoutPlanInputs in = cluster(80);
+  in.config = thirty_b_a3b();
+  in.config.moe = {};
+  in.gpus = 8;
+  in.row_tokens = 4096;
+  auto has_cp = [](const std::vector<train::LayoutOption>& options) {
+    return std::any_of(options.begin(), options.end(), [](const train::LayoutOption& o) { return o.cp > 1; });
+  };
+  EXPECT_TRUE(has_cp(train::layout_options(in)));
+  in.config.attn_logit_softcapping = 50;
+  EXPECT_FALSE(has_cp(train::layout_options(in)));
 }
 
 TEST(LayoutPlan, SplitsShrinkWhatTheySplit) {

@@ -92,6 +92,17 @@ TEST(MemoryEstimate, TensorParallelSplitsItsRegionAndSequenceParallelTheNorms) {
                    inputs * 3 / 4 + 2048 * 2 * 4.0 * 4096 * 3 / 4);
 }
 
+// Attention outside a fused kernel (Gemma 2's soft-capping) keeps each row's T x T scores: per layer, rows x heads x
+// T^2 x (2 x 2 bytes of bf16 scores and probabilities + 4 of the fp32 softmax).
+TEST(MemoryEstimate, MaterialisedAttentionScoresGrowWithTheSquareOfTheRow) {
+  MemoryInputs in = seven_b_full(1, 0, /*checkpointing=*/true);
+  const double fused = estimate_memory(in).activations;
+  in.materialised_score_heads = 32;
+  in.rows_per_micro_batch = 1;
+  in.row_tokens = 2048;
+  EXPECT_DOUBLE_EQ(estimate_memory(in).activations - fused, 32.0 * 2048 * 2048 * 8);
+}
+
 TEST(MemoryEstimate, AdviceOnlyWhenItDoesNotFit) {
   const auto in = seven_b_full(8, 0, false);
   const auto e = estimate_memory(in);

@@ -1,7 +1,8 @@
 // What one rank will need before training starts, so a job that cannot fit says so (and what to change) in
 // seconds instead of failing with out-of-memory minutes in. Estimates, not measurements: weights, gradients
 // and AdamW state are exact byte counts; activations follow the usual per-token, per-layer count for a
-// decoder with fused attention (no sequence-squared term) plus the fp32 logits, with gradient checkpointing
+// decoder with fused attention (no sequence-squared term, but for attention that materialises its scores) plus the
+// fp32 logits, with gradient checkpointing
 // keeping only each layer's input and one layer's activations at a time.
 #pragma once
 
@@ -11,7 +12,15 @@
 
 #include "swift/core/bytes.h"
 
+namespace swift::model {
+struct ModelConfig;
+}
+
 namespace swift::train {
+
+// The MLP width whose activations a token leaves, on average over the layers: intermediate_size on a dense layer; on
+// a sparse one its top-k experts' widths and the shared expert's (what MemoryInputs::intermediate_size wants).
+int64_t mlp_activation_width(const model::ModelConfig& config);
 
 struct MemoryInputs {
   int64_t total_params = 0;         // every parameter
