@@ -66,6 +66,10 @@ std::vector<ShardedParameter> apply_expert_parallel(CausalLM& model, std::shared
     auto moe = layers[i]->as<DecoderLayerImpl>()->moe;
     if (!moe) continue;
     auto& experts = *moe->experts;
+    // Their LoRA branches (--target_parameters) hold every expert and would not follow the split.
+    SWIFT_CHECK(!experts.adapter, UsageError,
+                "expert parallelism of experts carrying LoRA (target_parameters) is not available yet",
+                "train or resume the experts' LoRA with --ep_size 1");
     const std::string prefix = "model.layers." + std::to_string(i) + ".mlp.experts.";
     for (auto* p : {&experts.gate_up_proj, &experts.down_proj})
       out.push_back(keep_parameter_slice(prefix + (p == &experts.gate_up_proj ? "gate_up_proj" : "down_proj"), *p,

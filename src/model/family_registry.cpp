@@ -34,7 +34,12 @@ void class_defaults(const json& j, ModelConfig& c, double rope_theta, double rms
                                                         j.at("rope_parameters").contains("rope_theta"));
   if (!theta_given) c.rope.theta = rope_theta;
   if (!j.contains("rms_norm_eps")) c.rms_norm_eps = rms_norm_eps;
-  if (!j.contains("max_position_embeddings")) c.max_position_embeddings = max_position_embeddings;
+  if (!j.contains("max_position_embeddings")) {
+    // RoPE scaling parsed against the generic default takes the family's instead (transformers' own fallback).
+    if (c.rope.original_max_position_embeddings == c.max_position_embeddings)
+      c.rope.original_max_position_embeddings = max_position_embeddings;
+    c.max_position_embeddings = max_position_embeddings;
+  }
 }
 void explicit_head_dim(const json& j, ModelConfig& c, int64_t fallback) {
   c.head_dim = integer(j, "head_dim", fallback);

@@ -71,6 +71,11 @@ MultiLora::MultiLora(model::CausalLM& model, const std::vector<NamedAdapter>& ad
     model::CausalLM copy = load_base();
     const auto config = with_context("loading adapter " + a.name + "=" + a.path,
                                      [&] { return tuners::load_adapter(copy, a.path); });
+    // The per-request switch covers Linear layers; the experts' branches would silently stay off.
+    SWIFT_CHECK(config.target_parameters.empty(), UsageError,
+                "adapter " + a.name + " (" + a.path + ") adapts the experts' weights (target_parameters), which named "
+                "--adapters cannot switch per request yet",
+                "serve it as the only adapter (--adapters " + a.path + "), or merge it with swift export");
     copy->eval();
     size_t wrapped = 0;
     for (const auto& item : copy->named_modules("", false)) {

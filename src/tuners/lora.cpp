@@ -237,8 +237,8 @@ io::NamedTensors adapter_state_dict(model::CausalLM& model, const LoraConfig& co
 
 void save_adapter(model::CausalLM& model, const LoraConfig& config, const fs::path& dir) {
   const auto wrapped = lora_modules(model);
-  SWIFT_CHECK(!wrapped.empty(), UsageError, "saving an adapter: the model carries no LoRA layers",
-              "call apply_lora (or load_adapter) first");
+  SWIFT_CHECK(!wrapped.empty() || !expert_lora_weights(model).empty(), UsageError,
+              "saving an adapter: the model carries no LoRA layers", "call apply_lora (or load_adapter) first");
   AtomicDir out(dir);
   io::save_safetensors(out.path() / "adapter_model.safetensors", adapter_state_dict(model, config),
                        {{"format", "pt"}});

@@ -24,7 +24,8 @@ void validate(const LoraConfig& c) {
   if (!(c.lora_dropout >= 0 && c.lora_dropout < 1))
     problems.push_back("--lora_dropout must be in [0, 1), got " + std::to_string(c.lora_dropout));
   if (c.bias != "none") problems.push_back("--lora_bias '" + c.bias + "' is not supported yet (only \"none\")");
-  if (!c.target_regex && c.target_modules.empty()) problems.push_back("--target_modules is empty");
+  if (!c.target_regex && c.target_modules.empty() && c.target_parameters.empty())
+    problems.push_back("--target_modules is empty (and no --target_parameters)");
   if (problems.empty()) return;
   std::string msg = "invalid LoRA configuration:";
   for (const auto& p : problems) msg += "\n  " + p;
@@ -55,6 +56,7 @@ json to_adapter_config_json(const LoraConfig& c, const std::vector<std::string>&
       if (wrapped.empty()) names.insert(t);
     }
     target = std::vector<std::string>(names.begin(), names.end());
+    if (names.empty()) target = nullptr;  // the experts alone (target_parameters), as PEFT writes it
   }
   json init = c.init_weights == LoraInit::kDefault ? json(true)
               : c.init_weights == LoraInit::kRandom ? json(false)
@@ -129,9 +131,13 @@ LoraConfig parse_adapter_config(const json& j, const std::string& source) {
     c.r = j.at("r").get<int64_t>();
     c.lora_alpha = j.contains("lora_alpha") && !j.at("lora_alpha").is_null() ? j.at("lora_alpha").get<double>() : 8.0;
     c.lora_dropout = j.contains("lora_dropout") && !j.at("lora_dropout").is_null() ? j.at("lora_dropout").get<double>() : 0.0;
-    const json& t = j.at("target_modules");
+    // PEFT allows no target_modules beside target_parameters (the experts alone).
+    const json t = j.contains("target_modules") ? j.at("target_modules") : json(nullptr);
     c.target_modules.clear();
-    if (t.is_string()) {
+    if (t.is_null()) {
+      if (!j.contains("target_parameters") || j.at("target_parameters").is_null())
+        throw DataError(source + ": neither target_modules nor target_parameters", "is this a PEFT LoRA adapter_config.json?");
+    } else if (t.is_string()) {
       if (t.get<std::string>() == "all-linear") c.target_modules = {"all-linear"};
       else c.target_regex = t.get<std::string>();
     } else {

@@ -50,6 +50,11 @@ CASES = {
     "mixtral_experts_down": ("MixtralConfig", dict(num_local_experts=4, num_experts_per_tok=2, intermediate_size=32),
                              dict(r=2, lora_alpha=8, lora_dropout=0.0, use_rslora=True, target_modules=["o_proj"],
                                   target_parameters=["experts.down_proj"])),
+    # The experts alone: PEFT's target_modules null beside target_parameters.
+    "qwen3_moe_experts_alone": ("Qwen3MoeConfig", dict(head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                                       moe_intermediate_size=32),
+                                dict(r=2, lora_alpha=4, lora_dropout=0.0, target_modules=None,
+                                     target_parameters=["gate_up_proj"])),
     # Gemma 2 (soft-capping, sandwich norms, tied head) and Gemma 3 (per-layer-type RoPE): every linear layer.
     "gemma2_all_linear": ("Gemma2Config", dict(head_dim=16, sliding_window=4, attn_logit_softcapping=2.0,
                                                final_logit_softcapping=3.0, tie_word_embeddings=True),

@@ -21,6 +21,7 @@
 #include "swift/io/safetensors.h"
 #include "swift/model/checkpoint.h"
 #include "swift/tuners/lora.h"
+#include "swift/tuners/lora_experts.h"
 #include "swift/tuners/lora_linear.h"
 #include "test_util.h"
 #include "skip.h"
@@ -84,10 +85,12 @@ TEST_F(PeftParityTest, SwiftLoadsPeftAdapters) {
     m->eval();
     auto ref = io::SafetensorsFile::open(folder / "reference.safetensors");
     const double diff = (logits_for(m, ref->get("input_ids")) - ref->get("logits")).abs().max().item<double>();
-    std::printf("  %-28s swift on PEFT's adapter: max abs diff %.2e (%zu %s layers)\n", name.c_str(), diff,
-                tuners::lora_modules(m).size(), config.use_dora ? "DoRA" : "LoRA");
+    std::printf("  %-28s swift on PEFT's adapter: max abs diff %.2e (%zu %s layers, %zu expert weights)\n", name.c_str(),
+                diff, tuners::lora_modules(m).size(), config.use_dora ? "DoRA" : "LoRA",
+                tuners::expert_lora_weights(m).size());
     EXPECT_LE(diff, tolerance(name));
-    EXPECT_FALSE(tuners::lora_modules(m).empty());
+    EXPECT_FALSE(tuners::lora_modules(m).empty() && tuners::expert_lora_weights(m).empty());
+    EXPECT_EQ(tuners::expert_lora_weights(m).empty(), config.target_parameters.empty());
     EXPECT_EQ(config.use_dora, name.find("dora") != std::string::npos);
     if (!config.use_dora) continue;
     // The magnitudes matter: put them back at ||W + sBA|| (plain LoRA's function) and PEFT's logits are far away.

@@ -608,3 +608,25 @@ TEST(ExpertLora, NamesDisableMergeAndRefusals) {
   c.target_parameters = {"experts.down_proj"};
   EXPECT_NE(error_of([&] { tuners::apply_lora(dense, c, 1); }).find("no mixture-of-experts layer"), std::string::npos);
 }
+
+// The experts alone (no target_modules, as PEFT allows beside target_parameters): saved with target_modules null,
+// loaded back bit for bit.
+TEST(ExpertLora, ExpertsAloneSaveAndLoad) {
+  auto m = test::random_model(test::tiny_config("mixtral"), 9);
+  LoraConfig c;
+  c.r = 2;
+  c.lora_dropout = 0;
+  c.target_modules = {};
+  c.target_parameters = {"down_proj"};
+  c.init_weights = tuners::LoraInit::kRandom;
+  tuners::apply_lora(m, c, 3);
+  EXPECT_TRUE(tuners::lora_modules(m).empty());
+  test::TempDir dir("expert_lora_alone");
+  tuners::save_adapter(m, c, dir.path() / "adapter");
+  const auto written = io::read_json_file(dir.path() / "adapter" / "adapter_config.json");
+  EXPECT_TRUE(written.at("target_modules").is_null());
+  EXPECT_EQ(written.at("target_parameters"), nlohmann::json::array({"down_proj"}));
+  auto loaded = test::random_model(test::tiny_config("mixtral"), 9);
+  tuners::load_adapter(loaded, dir.path() / "adapter");
+  EXPECT_EQ((logits(loaded) - logits(m)).abs().max().item<double>(), 0.0);
+}
