@@ -2,7 +2,7 @@
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
 # "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
-# rate step for step; then Qwen3-MoE, Gemma 2 and Gemma 3 models.
+# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2 and Gemma 3 models.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -74,6 +74,21 @@ both moe
 # records without a gradient, so there the aux loss is logged but never reaches the routers (its DDP runs,
 # use_reentrant=False, and swift's, which returns the logits from the checkpointed layer, train them).
 both moe_aux --router_aux_loss_coef 0.05 --gradient_checkpointing false
+# Mixtral (every layer sparse, its files in Mixtral's names), the qwen3 tokenizer and template (its own, llama, needs
+# Llama 2's tokens), with the load-balancing loss as above.
+mkdir -p "$TMP/mixtral_config" && cp "$ROOT/configs/models/qwen3-tiny/"* "$TMP/mixtral_config/"
+"$PY" - "$TMP/mixtral_config/config.json" <<'P'
+import json, sys
+c = json.load(open(sys.argv[1]))
+for key in ("head_dim", "attention_bias", "layer_types", "max_window_layers", "use_sliding_window"):
+    c.pop(key, None)
+c.update(model_type="mixtral", architectures=["MixtralForCausalLM"], num_local_experts=4, num_experts_per_tok=2,
+         intermediate_size=64, sliding_window=None, router_jitter_noise=0.0)
+json.dump(c, open(sys.argv[1], "w"), indent=2)
+P
+run export_mixtral 0 "$SWIFT" export --model "$TMP/mixtral_config" --init_strategy normal --seed 7 --output_dir "$TMP/mixtral"
+common[2]="$TMP/mixtral"; common[4]=mixtral  # --model, --model_type (the template stays qwen3)
+both mixtral_aux --router_aux_loss_coef 0.05 --gradient_checkpointing false
 common=("${dense[@]}")
 # Gemma 2 and Gemma 3 (the gemma_style tokenizer: Gemma's pipeline and turn tokens) with the gemma and gemma3_text
 # templates (tests/e2e/make_gemma_config.py: soft-capping that bites). Gemma 2 runs with --attn_impl
