@@ -78,6 +78,31 @@ nlohmann::json tiny_config(const std::string& family) {
     j["intermediate_size"] = 32;
     j["sliding_window"] = nullptr;
   }
+  if (family == "deepseek_v2" || family == "deepseek_v3") {  // MLA; layer 0 dense, layer 1 sparse with shared experts
+    j["num_key_value_heads"] = 4;  // transformers expects every head its own key
+    j["kv_lora_rank"] = 16;
+    j["qk_nope_head_dim"] = 8;
+    j["qk_rope_head_dim"] = 8;
+    j["v_head_dim"] = 12;
+    j["moe_intermediate_size"] = 16;
+    j["num_experts_per_tok"] = 2;
+    j["first_k_dense_replace"] = 1;
+  }
+  if (family == "deepseek_v2") {  // V2-Lite's shape: q_proj without a bottleneck, greedy softmax routing
+    j["q_lora_rank"] = nullptr;
+    j["n_routed_experts"] = 4;
+    j["n_shared_experts"] = 2;
+    j["topk_method"] = "greedy";
+  }
+  if (family == "deepseek_v3") {  // sigmoid routing within the 2 best of 4 groups, the correction bias, scaled weights
+    j["q_lora_rank"] = 24;
+    j["n_routed_experts"] = 8;
+    j["n_shared_experts"] = 1;
+    j["n_group"] = 4;
+    j["topk_group"] = 2;
+    j["routed_scaling_factor"] = 2.5;
+    j["norm_topk_prob"] = true;
+  }
   return j;
 }
 
@@ -93,7 +118,11 @@ model::CausalLM random_model(const nlohmann::json& config, uint64_t seed, c10::S
     if (item.key().find("norm") != std::string::npos) p.copy_((cfg.norm_unit_offset ? 0 : 1) + 0.2 * noise);
     else p.copy_(0.15 * noise);
   }
-  if (dtype != c10::kFloat) m->to(dtype);
+  if (dtype != c10::kFloat) {
+    m->to(dtype);
+    for (auto& item : m->named_parameters())  // DeepSeek-V3's router bias stays fp32, as a loaded model keeps it
+      if (item.key().find("e_score_correction_bias") != std::string::npos) item.value().set_data(item.value().to(at::kFloat));
+  }
   m->eval();
   return m;
 }

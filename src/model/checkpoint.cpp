@@ -90,6 +90,21 @@ std::string name_in_folder(const io::SafetensorsFolder& folder, const std::strin
   return folder.contains(stored) || !folder.contains(name) ? stored : name;
 }
 
+// DeepSeek-V3's multi-token-prediction layers (config.json's num_nextn_predict_layers) are stored after the decoder's
+// layers (model.layers.61.* for 61 layers). transformers builds none and skips their tensors; so does swift.
+bool is_next_token_prediction_layer(const std::string& name, const ModelConfig& config) {
+  const std::string prefix = "model.layers.";
+  if (name.rfind(prefix, 0) != 0) return false;
+  const auto& raw = config.raw;
+  if (!raw.contains("num_nextn_predict_layers") || !raw.at("num_nextn_predict_layers").is_number_integer() ||
+      raw.at("num_nextn_predict_layers").get<int64_t>() <= 0)
+    return false;
+  const size_t end = name.find('.', prefix.size());
+  const std::string index = name.substr(prefix.size(), end - prefix.size());
+  if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) return false;
+  return std::stoll(index) >= config.num_hidden_layers;
+}
+
 // where: the placement plan's verdicts (empty: every parameter is read); a kElsewhere or kDeferred parameter is
 // checked against the files but not read.
 void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantizer* quantizer, c10::Device device,
@@ -141,9 +156,14 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
     weights.release(name);  // copied: its file pages need not stay resident beside the copy
     used.insert(name);
   }
+  int64_t prediction_layer_tensors = 0;
   for (const auto& name : weights.names()) {
     if (used.count(name)) continue;
     if (name == "lm_head.weight" && model->config().tie_word_embeddings) continue;  // tied: the embedding serves
+    if (is_next_token_prediction_layer(name, model->config())) {
+      ++prediction_layer_tensors;
+      continue;
+    }
     if (name.find("rotary_emb.inv_freq") != std::string::npos) continue;  // a buffer old checkpoints saved
     if (prequantized && quantizer->is_state_key(name)) {  // statistics of a layer llm_int8_skip_modules kept?
       unexpected.push_back(name + " (quantization statistics of a layer this model does not quantize)");
@@ -151,6 +171,9 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
     }
     unexpected.push_back(name);
   }
+  if (prediction_layer_tensors > 0)
+    log_info(dir.string(), ": left out the ", prediction_layer_tensors, " tensors of the multi-token-prediction layers ",
+             "(num_nextn_predict_layers), as transformers does; they are not trained, nor saved again");
   if (!missing.empty() || !misshapen.empty() || !unexpected.empty()) {
     std::string msg = "the weights in " + dir.string() + " do not fit config.json:";
     if (!missing.empty()) msg += "\n missing " + std::to_string(missing.size()) + " tensor(s):" + list_some(missing);

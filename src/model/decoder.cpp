@@ -13,6 +13,7 @@
 #include "swift/model/checkpointing.h"
 #include "swift/model/context_parallel.h"
 #include "swift/model/family_registry.h"
+#include "swift/model/latent_attention.h"
 #include "swift/model/moe.h"
 #include "swift/model/param_sharding.h"
 #include "swift/model/sharded_ops.h"
@@ -77,14 +78,17 @@ EmbeddingImpl::EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::Tens
 
 at::Tensor EmbeddingImpl::forward(const at::Tensor& ids) {
   if (ParamSharding* sharding = param_sharding(); sharding && sharding->gathers_around_use(weight))
-    return sharded_embedding(weight, ids, *sharding);  // ZeRO-3
+    return sharded_embedding(weight, ids, *sharding, padding_idx);  // ZeRO-3
   if (tp_comm) {  // this rank's rows; the others' ids give zeros here and their rows elsewhere
     const auto local = ids - vocab_start;
     const auto mine = local.ge(0).logical_and(local.lt(weight.size(0)));
-    auto x = at::embedding(weight, at::where(mine, local, at::zeros_like(local))) * mine.unsqueeze(-1).to(weight.scalar_type());
+    const int64_t local_padding = padding_idx >= vocab_start && padding_idx < vocab_start + weight.size(0)
+                                      ? padding_idx - vocab_start : -1;
+    auto x = at::embedding(weight, at::where(mine, local, at::zeros_like(local)), local_padding) *
+             mine.unsqueeze(-1).to(weight.scalar_type());
     return tp_sequence_parallel ? scatter_to_sequence_parallel(x, *tp_comm) : reduce_from_tensor_parallel(x, *tp_comm);
   }
-  return at::embedding(weight, ids);
+  return at::embedding(weight, ids, padding_idx);
 }
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps_in, const at::TensorOptions& options, bool unit_offset_in)
@@ -221,7 +225,10 @@ at::Tensor MLPImpl::forward(const at::Tensor& input) {
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
-  self_attn = register_module("self_attn", Attention(c, layer_index, options));
+  if (c.latent_attention)
+    latent_attn = register_module("self_attn", std::make_shared<LatentAttentionImpl>(c, layer_index, options));
+  else
+    self_attn = register_module("self_attn", Attention(c, layer_index, options));
   if (c.sparse_layer(layer_index))
     moe = register_module("mlp", std::make_shared<SparseMoeBlockImpl>(c, options));
   else
@@ -235,6 +242,11 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, co
 }
 
 at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs& in) {
+  if (latent_attn) {
+    auto h = x + latent_attn->forward(input_layernorm(x), in);
+    const at::Tensor normed = post_attention_layernorm(h);
+    return h + (moe ? moe->forward(normed) : mlp(normed));
+  }
   if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normalised before its residual add
     const auto h = x + post_attention_layernorm(self_attn(input_layernorm(x), in));
     const at::Tensor normed = pre_feedforward_layernorm(h);
@@ -247,6 +259,7 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs&
 
 DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& options) {
   embed_tokens = register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
+  if (c.pad_token_id && *c.pad_token_id >= 0 && *c.pad_token_id < c.vocab_size) embed_tokens->padding_idx = *c.pad_token_id;
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, i, options));
   norm = register_module("norm", make_norm(c, c.hidden_size, options));
@@ -337,8 +350,9 @@ c10::Device CausalLMImpl::device() const {
 }
 
 KVCache CausalLMImpl::make_cache(int64_t batch, int64_t capacity) const {
-  KVCache cache;
   auto options = model->embed_tokens->weight.options().requires_grad(false);
+  if (config_.latent_attention) return make_latent_cache(config_, batch, capacity, options);
+  KVCache cache;
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) {
     cache.keys.push_back(at::zeros({batch, config_.num_key_value_heads, capacity, config_.head_dim}, options));
     cache.values.push_back(at::zeros({batch, config_.num_key_value_heads, capacity, config_.head_dim}, options));
@@ -406,7 +420,8 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
   }
 
   AttentionInputs in;
-  std::tie(in.cos, in.sin) = rope_.cos_sin(position_ids, dtype());
+  const bool rope_fp32 = config_.latent_attention && config_.latent_attention->rope_in_fp32;
+  std::tie(in.cos, in.sin) = rope_.cos_sin(position_ids, rope_fp32 ? at::kFloat : dtype());
   if (sliding_rope_) std::tie(in.sliding_cos, in.sliding_sin) = sliding_rope_->cos_sin(position_ids, dtype());
   in.cache = args.cache;
   in.past_length = past;

@@ -168,6 +168,98 @@ void apply_mixtral(const json& j, ModelConfig& c, std::vector<std::string>& prob
   m.sparse_layers.assign(static_cast<size_t>(c.num_hidden_layers), true);
 }
 
+// DeepSeek-V2/V3: multi-head latent attention, and sparse layers from first_k_dense_replace on, each with
+// n_routed_experts experts and n_shared_experts shared ones (one MLP n_shared_experts x moe_intermediate_size wide,
+// added ungated). V2 routes by softmax, greedy or group-limited (topk_method), without renormalising; V3 by sigmoid
+// scores plus e_score_correction_bias within its topk_group best groups (always, whatever topk_method says), the
+// weights renormalised where norm_topk_prob. Both scale the weights by routed_scaling_factor. transformers' forward
+// adds no load-balancing loss for either.
+void deepseek_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t q_lora_rank,
+                     int64_t routed_experts, int64_t experts_per_token, int64_t shared_experts, int64_t first_dense,
+                     int64_t moe_intermediate_size) {
+  LatentAttentionConfig a;
+  a.q_lora_rank = j.contains("q_lora_rank") && j.at("q_lora_rank").is_null() ? 0 : integer(j, "q_lora_rank", q_lora_rank);
+  a.kv_lora_rank = integer(j, "kv_lora_rank", 512);
+  a.qk_nope_head_dim = integer(j, "qk_nope_head_dim", 128);
+  a.qk_rope_head_dim = integer(j, "qk_rope_head_dim", 64);
+  a.v_head_dim = integer(j, "v_head_dim", 128);
+  for (auto [name, v] : {std::pair{"kv_lora_rank", a.kv_lora_rank}, {"qk_nope_head_dim", a.qk_nope_head_dim},
+                         {"qk_rope_head_dim", a.qk_rope_head_dim}, {"v_head_dim", a.v_head_dim}})
+    if (v <= 0) problems.push_back(std::string(name) + " must be positive, got " + std::to_string(v));
+  if (a.q_lora_rank < 0) problems.push_back("q_lora_rank must be positive or null, got " + std::to_string(a.q_lora_rank));
+  c.latent_attention = a;
+  c.head_dim = a.qk_rope_head_dim;  // what RoPE rotates (transformers' head_dim for these configs)
+  c.attention_bias = flag(j, "attention_bias", false);
+  if (flag(j, "mlp_bias", false)) problems.push_back("mlp_bias true is not supported by DeepSeek's MLPs");
+
+  MoeConfig& m = c.moe;
+  m.num_experts = integer(j, "n_routed_experts", routed_experts);
+  m.experts_per_token = integer(j, "num_experts_per_tok", experts_per_token);
+  m.expert_intermediate_size = integer(j, "moe_intermediate_size", moe_intermediate_size);
+  m.shared_expert_intermediate_size = m.expert_intermediate_size * integer(j, "n_shared_experts", shared_experts);
+  m.shared_expert_gated = false;
+  m.shared_expert_module = "shared_experts";
+  m.routed_scaling_factor = number(j, "routed_scaling_factor", 1.0);
+  m.aux_loss_in_forward = false;
+  const int64_t dense = integer(j, "first_k_dense_replace", first_dense);
+  if (m.num_experts <= 0) problems.push_back("n_routed_experts must be positive, got " + std::to_string(m.num_experts));
+  if (m.experts_per_token <= 0 || m.experts_per_token > m.num_experts)
+    problems.push_back("num_experts_per_tok must be between 1 and n_routed_experts (" + std::to_string(m.num_experts) +
+                       "), got " + std::to_string(m.experts_per_token));
+  if (m.expert_intermediate_size <= 0)
+    problems.push_back("moe_intermediate_size must be positive, got " + std::to_string(m.expert_intermediate_size));
+  if (dense < 0) problems.push_back("first_k_dense_replace must be >= 0, got " + std::to_string(dense));
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) m.sparse_layers.push_back(i >= dense);
+}
+
+// Group-limited routing's groups: num_groups must divide the experts, topk_groups be at most num_groups, and every
+// group hold `least` experts (V3 scores a group by its best two).
+void routing_groups(const json& j, MoeConfig& m, std::vector<std::string>& problems, int64_t groups, int64_t topk_groups,
+                    int64_t least) {
+  m.num_groups = j.contains("n_group") && j.at("n_group").is_null() ? groups : integer(j, "n_group", groups);
+  m.topk_groups = j.contains("topk_group") && j.at("topk_group").is_null() ? topk_groups : integer(j, "topk_group", topk_groups);
+  if (m.num_groups <= 0 || m.num_experts % m.num_groups != 0 || m.num_experts / m.num_groups < least)
+    problems.push_back("n_group (" + std::to_string(m.num_groups) + ") must divide n_routed_experts (" +
+                       std::to_string(m.num_experts) + ") into groups of at least " + std::to_string(least) + " experts");
+  if (m.topk_groups <= 0 || m.topk_groups > m.num_groups)
+    problems.push_back("topk_group must be between 1 and n_group (" + std::to_string(m.num_groups) + "), got " +
+                       std::to_string(m.topk_groups));
+  else if (m.topk_groups * (m.num_experts / std::max<int64_t>(m.num_groups, 1)) < m.experts_per_token)
+    problems.push_back("topk_group (" + std::to_string(m.topk_groups) + ") groups hold fewer experts than num_experts_per_tok (" +
+                       std::to_string(m.experts_per_token) + ")");
+}
+
+void apply_deepseek_v2(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 2048);
+  deepseek_common(j, c, problems, /*q_lora_rank=*/1536, /*routed_experts=*/64, /*experts_per_token=*/0,
+                  /*shared_experts=*/2, /*first_dense=*/0, /*moe_intermediate_size=*/1407);
+  c.latent_attention->rope_interleave = true;  // V2 rotates adjacent pairs (complex multiplication, in fp32)
+  c.latent_attention->rope_in_fp32 = true;
+  MoeConfig& m = c.moe;
+  m.norm_topk_prob = false;  // DeepseekV2TopkRouter never renormalises
+  const std::string method = text(j, "topk_method", "greedy");
+  if (method == "group_limited_greedy") {
+    m.group_scoring = "max";
+    routing_groups(j, m, problems, 1, 1, 1);
+  } else if (method != "greedy") {
+    problems.push_back("topk_method \"" + method + "\" is not supported by DeepSeek-V2 (greedy, group_limited_greedy)");
+  }
+}
+
+void apply_deepseek_v3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 4096);
+  deepseek_common(j, c, problems, /*q_lora_rank=*/1536, /*routed_experts=*/256, /*experts_per_token=*/8,
+                  /*shared_experts=*/1, /*first_dense=*/3, /*moe_intermediate_size=*/2048);
+  c.latent_attention->rope_interleave = flag(j, "rope_interleave", true);
+  MoeConfig& m = c.moe;
+  m.scoring = "sigmoid";
+  m.score_correction_bias = true;
+  m.norm_topk_prob = flag(j, "norm_topk_prob", true);
+  m.routed_scaling_factor = number(j, "routed_scaling_factor", 2.5);
+  m.group_scoring = "top2_sum";
+  routing_groups(j, m, problems, 8, 4, 2);
+}
+
 // Gemma: Llama's layout with (1 + w) norms, embeddings scaled by sqrt(hidden_size) and tied by default, 256-wide heads
 // and a tanh-approximated GELU.
 void gemma_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t max_position_embeddings,
@@ -273,6 +365,8 @@ const std::vector<ModelFamily>& model_families() {
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
       {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama
+      {"deepseek_v2", {"DeepseekV2ForCausalLM"}, "deepseek", apply_deepseek_v2},
+      {"deepseek_v3", {"DeepseekV3ForCausalLM"}, "deepseek_v2_5", apply_deepseek_v3},
   };
   return families;
 }

@@ -35,7 +35,7 @@ void init_weights(CausalLM& model, const std::string& strategy, uint64_t seed) {
     at::Tensor w = at::empty(p.sizes(), p.options().dtype(at::kFloat).device(at::kCPU));
     const bool is_norm = name.find("norm.weight") != std::string::npos;
     if (is_norm) w.fill_(model->config().norm_unit_offset ? 0.0 : 1.0);  // Gemma's norms scale by 1 + weight
-    else if (name.size() >= 5 && name.compare(name.size() - 5, 5, ".bias") == 0) w.zero_();
+    else if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) w.zero_();  // e_score_correction_bias too
     else if (strategy == "normal") w.normal_(0.0, std);
     else if (strategy == "uniform") w.uniform_(-std, std);
     else if (strategy == "zero") w.zero_();

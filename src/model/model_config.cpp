@@ -237,14 +237,26 @@ double parameter_count(const ModelConfig& c) {
   double layer = hidden * (q + 2 * kv) + q * hidden;                 // q, k, v, o
   if (qkv_bias) layer += q + 2 * kv;
   if (c.attention_bias) layer += hidden;
+  if (const auto& a = c.latent_attention) {  // DeepSeek's MLA instead
+    const double heads = static_cast<double>(c.num_attention_heads), bias = c.attention_bias ? 1 : 0;
+    const double q_rank = static_cast<double>(a->q_lora_rank), kv_rank = static_cast<double>(a->kv_lora_rank);
+    const double latent = kv_rank + static_cast<double>(a->qk_rope_head_dim);
+    const double query = heads * static_cast<double>(a->qk_head_dim());
+    layer = a->q_lora_rank > 0 ? hidden * q_rank + bias * q_rank + q_rank + q_rank * query : hidden * query;
+    layer += hidden * latent + bias * latent + kv_rank;                                                   // kv_a, its norm
+    layer += kv_rank * heads * static_cast<double>(a->qk_nope_head_dim + a->v_head_dim);                  // kv_b
+    layer += heads * static_cast<double>(a->v_head_dim) * hidden + bias * hidden;                         // o
+  }
   layer += (c.sandwich_norms ? 4 : 2) * hidden + (c.qk_norm ? 2 * static_cast<double>(c.head_dim) : 0);  // norms
   const double dense_mlp = 3 * hidden * inter + (c.mlp_bias ? 2 * inter + hidden : 0);  // gate, up, down
   const double experts = static_cast<double>(c.moe.num_experts);
   const double sparse_mlp = experts * hidden                                                       // router
                             + experts * 3 * hidden * static_cast<double>(c.moe.expert_intermediate_size)
                             + (c.moe.shared_expert_intermediate_size > 0
-                                   ? 3 * hidden * static_cast<double>(c.moe.shared_expert_intermediate_size) + hidden
-                                   : 0);  // the shared expert and its gate
+                                   ? 3 * hidden * static_cast<double>(c.moe.shared_expert_intermediate_size) +
+                                         (c.moe.shared_expert_gated ? hidden : 0)
+                                   : 0)  // the shared expert and its gate
+                            + (c.moe.score_correction_bias ? experts : 0);
   double layers = 0;
   for (int64_t i = 0; i < c.num_hidden_layers; ++i)
     layers += layer + (c.is_moe() && c.sparse_layer(i) ? sparse_mlp : dense_mlp);

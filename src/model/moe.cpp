@@ -9,9 +9,11 @@
 
 #include <atomic>
 #include <cmath>
+#include <limits>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/model/tensor_parallel.h"
 
 namespace swift::model {
 
@@ -82,7 +84,7 @@ at::Tensor MoeExpertsImpl::forward(const at::Tensor& x, const at::Tensor& expert
                        ? exchange_with_experts(rows, counts, *expert_parallel,
                                                [this](const at::Tensor& r, const at::Tensor& o) { return run_held_experts(r, o); })
                        : run_held_experts(rows, at::cumsum(counts, 0).to(at::kInt));  // [rows, C]
-  out = out * weights.reshape({-1}).index_select(0, order).unsqueeze(-1);
+  out = (out * weights.reshape({-1}).index_select(0, order).unsqueeze(-1)).to(x.scalar_type());
   return at::zeros_like(x).index_add(0, token, out);
 }
 
@@ -95,20 +97,65 @@ at::Tensor MoeExpertsImpl::run_held_experts(const at::Tensor& rows, const at::Te
 }
 
 SparseMoeBlockImpl::SparseMoeBlockImpl(const ModelConfig& c, const at::TensorOptions& options)
-    : top_k_(c.moe.experts_per_token), norm_topk_prob_(c.moe.norm_topk_prob) {
+    : rule_(RoutingRule::of(c.moe)) {
   gate = register_module("gate", Linear(c.hidden_size, c.moe.num_experts, /*bias=*/false, options));
+  if (c.moe.score_correction_bias)
+    // In fp32 whatever the model's dtype, as transformers keeps it (_keep_in_fp32_modules_strict): it decides ties.
+    score_correction_bias = gate->register_parameter(
+        "e_score_correction_bias", at::zeros({c.moe.num_experts}, options.dtype(at::kFloat)), /*requires_grad=*/false);
   experts = register_module("experts", MoeExperts(c.moe.num_experts, c.hidden_size, c.moe.expert_intermediate_size, options));
   if (c.moe.shared_expert_intermediate_size > 0) {
-    shared_expert = register_module("shared_expert", MLP(c, c.moe.shared_expert_intermediate_size, options));
-    shared_expert_gate = register_module("shared_expert_gate", Linear(c.hidden_size, 1, /*bias=*/false, options));
+    shared_expert = register_module(c.moe.shared_expert_module, MLP(c, c.moe.shared_expert_intermediate_size, options));
+    if (c.moe.shared_expert_gated)
+      shared_expert_gate = register_module("shared_expert_gate", Linear(c.hidden_size, 1, /*bias=*/false, options));
   }
 }
 
-std::pair<at::Tensor, at::Tensor> route_top_k(const at::Tensor& logits, int64_t top_k, bool norm_topk_prob) {
-  const at::Tensor probs = at::softmax(logits, -1, at::kFloat);
-  auto [top, chosen] = at::topk(probs, top_k, -1);
-  if (norm_topk_prob) top = top / top.sum(-1, /*keepdim=*/true);
+RoutingRule RoutingRule::of(const MoeConfig& m) {
+  RoutingRule r;
+  r.top_k = m.experts_per_token;
+  r.norm_topk_prob = m.norm_topk_prob;
+  r.scoring = m.scoring;
+  r.group_scoring = m.group_scoring;
+  r.num_groups = m.num_groups;
+  r.topk_groups = m.topk_groups;
+  r.scaling = m.routed_scaling_factor;
+  return r;
+}
+
+std::pair<at::Tensor, at::Tensor> route_experts(const at::Tensor& logits, const RoutingRule& rule,
+                                                const at::Tensor& correction_bias) {
+  const at::Tensor scores = rule.scoring == "sigmoid" ? at::sigmoid(logits.to(at::kFloat)) : at::softmax(logits, -1, at::kFloat);
+  at::Tensor choice = correction_bias.defined() ? scores + correction_bias.to(at::kFloat) : scores;
+  if (!rule.group_scoring.empty()) {  // only the experts of each token's topk_groups best groups stay in the running
+    const int64_t N = scores.size(0), E = scores.size(1);
+    const at::Tensor grouped = choice.view({N, rule.num_groups, E / rule.num_groups});
+    const at::Tensor group_scores = rule.group_scoring == "max" ? std::get<0>(grouped.max(-1))
+                                                                : std::get<0>(grouped.topk(2, -1)).sum(-1);
+    const at::Tensor best = std::get<1>(group_scores.topk(rule.topk_groups, -1, /*largest=*/true, /*sorted=*/false));
+    const at::Tensor kept = at::zeros_like(group_scores, at::kBool).scatter(1, best, true).unsqueeze(-1)
+                                .expand({N, rule.num_groups, E / rule.num_groups}).reshape({N, E});
+    // V2 zeroes the other groups' softmax scores, V3 sets its choice scores to -inf: the same choice either way.
+    choice = choice.masked_fill(kept.logical_not(), rule.group_scoring == "max" ? 0.0 : -std::numeric_limits<double>::infinity());
+  }
+  at::Tensor top, chosen;
+  if (correction_bias.defined() || !rule.group_scoring.empty()) {
+    chosen = std::get<1>(choice.topk(rule.top_k, -1));
+    top = scores.gather(1, chosen);
+  } else {
+    std::tie(top, chosen) = at::topk(scores, rule.top_k, -1);
+  }
+  if (rule.norm_topk_prob)  // DeepSeek-V3 guards the sum with 1e-20; softmax routers' sums are never 0
+    top = rule.scoring == "sigmoid" ? top / (top.sum(-1, /*keepdim=*/true) + 1e-20) : top / top.sum(-1, /*keepdim=*/true);
+  if (rule.scaling != 1.0) top = top * rule.scaling;
   return {top, chosen};
+}
+
+std::pair<at::Tensor, at::Tensor> route_top_k(const at::Tensor& logits, int64_t top_k, bool norm_topk_prob) {
+  RoutingRule rule;
+  rule.top_k = top_k;
+  rule.norm_topk_prob = norm_topk_prob;
+  return route_experts(logits, rule);
 }
 
 at::Tensor expert_capacity_keep(const at::Tensor& weights, const at::Tensor& experts, int64_t num_experts,
@@ -131,28 +178,46 @@ at::Tensor expert_capacity_keep(const at::Tensor& weights, const at::Tensor& exp
   return kept.gather(1, experts);
 }
 
+// DeepSeek's routers compute their logits in fp32 (the input and the weight cast up), the others in the model's dtype.
+// (ZeRO-3 gathers a layer's weights whole around the layer, so the gate's weight is here either way.)
+at::Tensor SparseMoeBlockImpl::router_logits(const at::Tensor& x) {
+  if (rule_.plain() || x.scalar_type() == at::kFloat) return gate(x);
+  return at::linear(x.to(at::kFloat), gate->weight.to(at::kFloat));
+}
+
 at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
   const at::Tensor x = input.reshape({-1, input.size(-1)});  // [N, C]
-  // As transformers: the softmax in fp32, the top-k probabilities (renormalised where the config says) back in the
-  // logits' dtype.
-  const at::Tensor logits = gate(x);
+  const at::Tensor logits = router_logits(x);
   if (router_log) {  // under TP this rank's [B, T / tp, E] gathered to the whole rows' [B, T, E]
     const int64_t experts = logits.size(-1);
     router_log->push_back(tp_comm ? gather_sequence_for_replicated_use(logits.view({input.size(0), input.size(1), experts}),
                                                                        *tp_comm).view({-1, experts})
                                   : logits);
   }
-  const auto [top, chosen] = route_top_k(logits, top_k_, norm_topk_prob_);
+  // As transformers: the scores in fp32; the chosen weights back in the logits' dtype for the softmax routers, in fp32
+  // for DeepSeek's (its experts' outputs are weighed in fp32, then cast).
+  const auto [top, chosen] = route_experts(logits, rule_, score_correction_bias);
+  if (choice_log) {
+    at::NoGradGuard no_grad;
+    const int64_t k = chosen.size(-1);
+    choice_log->push_back(tp_comm ? gather_sequence_for_replicated_use(chosen.view({input.size(0), input.size(1), k}),
+                                                                       *tp_comm).view({-1, k})
+                                  : chosen);
+  }
   const int64_t num_experts = logits.size(-1);
   const at::Tensor keep = capacity.drops() ? expert_capacity_keep(top, chosen, num_experts, capacity) : at::Tensor();
-  at::Tensor out = experts(x, chosen, top.to(logits.scalar_type()), keep);
-  if (shared_expert) out = out + at::sigmoid(shared_expert_gate(x)) * shared_expert(x);
+  at::Tensor out = experts(x, chosen, rule_.plain() ? top.to(logits.scalar_type()) : top, keep);
+  if (shared_expert)
+    out = out + (shared_expert_gate ? at::sigmoid(shared_expert_gate(x)) * shared_expert(x) : shared_expert(x));
   return out.reshape(input.sizes());
 }
 
-void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log) {
+void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log, std::vector<at::Tensor>* choices) {
   for (const auto& layer : *model->model->layers)
-    if (auto moe = layer->as<DecoderLayerImpl>()->moe) moe->router_log = log;
+    if (auto moe = layer->as<DecoderLayerImpl>()->moe) {
+      moe->router_log = log;
+      moe->choice_log = log ? choices : nullptr;
+    }
 }
 
 void set_expert_capacity(CausalLM& model, const ExpertCapacity& capacity) {
@@ -236,19 +301,19 @@ at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_lo
   return at::stack({sum, at::scalar_tensor(static_cast<double>(router_logits.size()), sum.options())});
 }
 
-at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+at::Tensor expert_load_max(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask,
                            const SumOverRowShares& over_shares) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> loads, seen;  // per layer, on the device
-  for (const auto& logits : router_logits) {
-    const int64_t experts = logits.size(-1);
-    const at::Tensor picks = std::get<1>(at::topk(logits, top_k, -1)).reshape({-1});  // softmax keeps the order
-    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(logits.device(), at::kDouble).repeat_interleave(top_k)
-                                             : at::ones({picks.size(0)}, logits.options().dtype(at::kDouble));
-    const at::Tensor counts = over(over_shares, at::zeros({experts}, weight.options()).scatter_add(0, picks, weight));
+  for (const auto& chosen : choices) {
+    const int64_t top_k = chosen.size(-1);
+    const at::Tensor picks = chosen.reshape({-1});
+    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(chosen.device(), at::kDouble).repeat_interleave(top_k)
+                                             : at::ones({picks.size(0)}, chosen.options().dtype(at::kDouble));
+    const at::Tensor counts = over(over_shares, at::zeros({num_experts}, weight.options()).scatter_add(0, picks, weight));
     const at::Tensor total = counts.sum();
     seen.push_back(total.gt(0).to(at::kDouble));  // a layer that saw no token (all pads) counts for nothing
-    loads.push_back(counts.max() / total.clamp_min(1.0) * static_cast<double>(experts) * seen.back());
+    loads.push_back(counts.max() / total.clamp_min(1.0) * static_cast<double>(num_experts) * seen.back());
   }
   if (loads.empty()) return at::zeros({2}, at::TensorOptions().dtype(at::kDouble));
   return at::stack({at::stack(loads).sum(), at::stack(seen).sum()});

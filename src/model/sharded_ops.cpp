@@ -37,11 +37,12 @@ std::vector<at::Tensor> defined(std::initializer_list<at::Tensor> tensors) {
 class ShardedEmbedding : public torch::autograd::Function<ShardedEmbedding> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& weight, const at::Tensor& ids,
-                            const c10::intrusive_ptr<ShardedState>& state) {
+                            const c10::intrusive_ptr<ShardedState>& state, int64_t padding_idx) {
     ctx->save_for_backward({ids});
     ctx->saved_data["state"] = c10::IValue::make_capsule(state);
     ctx->saved_data["rows"] = weight.size(0);
-    return at::embedding(weight, ids);
+    ctx->saved_data["padding_idx"] = padding_idx;
+    return at::embedding(weight, ids, padding_idx);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -50,10 +51,11 @@ class ShardedEmbedding : public torch::autograd::Function<ShardedEmbedding> {
     if (grad.defined()) {
       const at::Tensor ids = ctx->get_saved_variables().at(0);
       const at::Tensor grad_weight = at::embedding_dense_backward(grad, ids, ctx->saved_data["rows"].toInt(),
-                                                                  /*padding_idx=*/-1, /*scale_grad_by_freq=*/false);
+                                                                  ctx->saved_data["padding_idx"].toInt(),
+                                                                  /*scale_grad_by_freq=*/false);
       state->sharding->reduce_gradients({state->weight}, {grad_weight.to(state->weight.scalar_type())});
     }
-    return {at::Tensor(), at::Tensor(), at::Tensor()};
+    return {at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
   }
 };
 
@@ -106,7 +108,8 @@ class ShardedLinear : public torch::autograd::Function<ShardedLinear> {
 
 }  // namespace
 
-at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, ParamSharding& sharding) {
+at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, ParamSharding& sharding,
+                             int64_t padding_idx) {
   sharding.gather({weight});
   at::Tensor out;
   if (at::GradMode::is_enabled() && weight.requires_grad()) {
@@ -114,9 +117,9 @@ at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, Pa
     auto state = c10::make_intrusive<ShardedState>();
     state->sharding = &sharding;
     state->weight = weight;
-    out = ShardedEmbedding::apply(weight, ids, state);
+    out = ShardedEmbedding::apply(weight, ids, state, padding_idx);
   } else {
-    out = at::embedding(weight, ids);
+    out = at::embedding(weight, ids, padding_idx);
   }
   sharding.release({weight});
   return out;

@@ -131,6 +131,9 @@ at::Tensor gather_sequence_for_replicated_use(const at::Tensor& x, TensorParalle
 
 std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   if (size <= 1) return "";
+  if (c.latent_attention)
+    return "the latent attention of " + c.model_type + " is not split over tensor-parallel ranks yet (use --ep_size, "
+           "--pp_size or ZeRO for DeepSeek models)";
   auto not_divided = [&](const char* what, int64_t n) {
     return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
            std::to_string(size);

@@ -32,8 +32,25 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
     objective.padding_free = c.options.data.padding_free;
     const train::TrainingOptions& o = c.options;
     if (c.policy->config().is_moe()) {
+      const model::MoeConfig& moe = c.policy->config().moe;
+      const std::string& family = c.policy->config().model_type;
       objective.mixture_of_experts = true;
       objective.router_aux_loss_coef = o.router_aux_loss_coef;
+      if (!moe.aux_loss_in_forward && o.router_aux_loss_coef > 0) {  // as ms-swift, whose model returns no aux_loss
+        log_info("--router_aux_loss_coef has no effect on ", family,
+                 ": transformers' model adds no load-balancing loss, so ms-swift trains it without one (as swift does)");
+        objective.router_aux_loss_coef = 0;
+      }
+      // DeepSeek's routers score by sigmoid or choose within groups: Megatron's loss and drop policies here know the
+      // softmax top-k only.
+      const bool plain_router = model::RoutingRule::of(moe).plain();
+      SWIFT_CHECK(plain_router || o.moe_aux_loss_coeff == 0, UsageError,
+                  "--moe_aux_loss_coeff on " + family + " is not available yet (its router scores by " + moe.scoring +
+                      (moe.group_scoring.empty() ? "" : " within groups") + ")",
+                  "drop --moe_aux_loss_coeff");
+      SWIFT_CHECK(plain_router || o.moe_expert_capacity_factor <= 0, UsageError,
+                  "--moe_expert_capacity_factor on " + family + " is not available yet (its router chooses experts "
+                  "by group and scales their weights)", "drop --moe_expert_capacity_factor (dropless, ms-swift's default)");
       objective.moe_aux_loss_coeff = o.moe_aux_loss_coeff;
       objective.expert_capacity_factor = o.moe_expert_capacity_factor;
       objective.drop_by_position = o.moe_drop_by_position;
@@ -43,7 +60,7 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
       // transformers' pools every layer's routers first, which stages cannot. Under context parallelism both count
       // the experts' choices over the whole rows (causal_lm_objective.cpp).
       const auto& p = o.parallel;
-      SWIFT_CHECK(o.router_aux_loss_coef == 0 || p.pp_size == 1, UsageError,
+      SWIFT_CHECK(objective.router_aux_loss_coef == 0 || p.pp_size == 1, UsageError,
                   "--router_aux_loss_coef with --pp_size " + std::to_string(p.pp_size) +
                       " is not available (transformers' loss pools the routers of every layer, which the stages split)",
                   "use Megatron's layer-by-layer --moe_aux_loss_coeff, which runs under pipeline parallelism");

@@ -14,7 +14,8 @@ BatchCache::BatchCache(const model::KVCache& prototype, int64_t headroom) : head
   for (size_t i = 0; i < prototype.keys.size(); ++i) {
     const auto& k = prototype.keys[i];
     kv_.keys.push_back(at::zeros({0, k.size(1), 0, k.size(3)}, k.options()));
-    kv_.values.push_back(at::zeros({0, k.size(1), 0, k.size(3)}, prototype.values[i].options()));
+    const auto& v = prototype.values[i];  // as wide as the keys, except under latent attention
+    kv_.values.push_back(at::zeros({0, v.size(1), 0, v.size(3)}, v.options()));
   }
   kv_.length = 0;
 }

@@ -1,4 +1,4 @@
-// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm}.py, ms-swift
+// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek}.py, ms-swift
 // 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is Mistral-7B-Instruct's [INST]
 // format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
 #include "swift/template/template_meta.h"
@@ -129,6 +129,44 @@ TemplateMeta gemma3_text() {
   return m;
 }
 
+// DeepSeek (V1 chat, V2): "User: ... Assistant:", the tokenizer's BOS in front and its EOS after each reply.
+TemplateMeta deepseek() {
+  TemplateMeta m;
+  m.name = "deepseek";
+  m.description = "DeepSeek / DeepSeek-V2 chat (User: ... Assistant:), no default system prompt";
+  m.prefix = {Piece::bos()};
+  m.system_prefix = {Piece::bos(), "{{SYSTEM}}\n\n"};
+  m.prompt = {"User: {{QUERY}}\n\nAssistant:"};
+  m.chat_sep = {Piece::eos()};
+  m.suffix = {Piece::eos()};
+  return m;
+}
+
+// DeepSeek-V2.5 / V3 (ms-swift's deepseek_v2_5): <｜User｜> and <｜Assistant｜> turns, the system prompt right after
+// the begin-of-sentence token.
+TemplateMeta deepseek_v2_5() {
+  TemplateMeta m;
+  m.name = "deepseek_v2_5";
+  m.description = "DeepSeek-V2.5 / V3 (<｜User｜>...<｜Assistant｜>), no default system prompt";
+  m.prefix = {"<｜begin▁of▁sentence｜>"};
+  m.system_prefix = {"<｜begin▁of▁sentence｜>{{SYSTEM}}"};
+  m.prompt = {"<｜User｜>{{QUERY}}<｜Assistant｜>"};
+  m.chat_sep = {"<｜end▁of▁sentence｜>"};
+  m.suffix = {"<｜end▁of▁sentence｜>"};
+  m.required_tokens = {"<｜begin▁of▁sentence｜>", "<｜User｜>", "<｜Assistant｜>", "<｜end▁of▁sentence｜>"};
+  return m;
+}
+
+// DeepSeek-R1 and its distilled Qwen/Llama checkpoints: deepseek_v2_5's turns, every reply opened by "<think>\n".
+TemplateMeta deepseek_r1() {
+  TemplateMeta m = deepseek_v2_5();
+  m.name = "deepseek_r1";
+  m.description = "DeepSeek-R1 and R1-Distill (deepseek_v2_5's turns, replies opened by <think>)";
+  m.is_thinking = true;
+  m.thinking_prefix = "<think>\n";
+  return m;
+}
+
 TemplateMeta default_template() {
   TemplateMeta m;
   m.name = "default";
@@ -165,6 +203,9 @@ std::map<std::string, TemplateMeta, std::less<>> build_registry() {
   all.push_back(mistral());
   all.push_back(gemma());
   all.push_back(gemma3_text());
+  all.push_back(deepseek());
+  all.push_back(deepseek_v2_5());
+  all.push_back(deepseek_r1());
   all.push_back(default_template());
   std::map<std::string, TemplateMeta, std::less<>> registry;
   for (auto& m : all) registry.emplace(m.name, std::move(m));

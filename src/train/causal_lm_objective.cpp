@@ -38,9 +38,10 @@ class CausalLmObjective : public TrainingObjective {
     return names;
   }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    std::vector<at::Tensor> routers;  // each sparse layer's router logits: the auxiliary loss, the experts' load
+    // Each sparse layer's router logits (the auxiliary loss) and chosen experts (their load).
+    std::vector<at::Tensor> routers, choices;
     const bool moe = options_.mixture_of_experts;  // set for models with sparse layers only
-    if (moe) model::record_router_logits(policy, &routers);
+    if (moe) model::record_router_logits(policy, &routers, &choices);
     const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
     if (moe) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
     auto sums = causal_lm_loss_sums_from_hidden(hidden, batch.labels, [&](const at::Tensor& h) { return policy->logits(h); },
@@ -60,7 +61,7 @@ class CausalLmObjective : public TrainingObjective {
           at::stack({aux_loss.detach().to(at::kDouble), at::full({}, 1.0 / row_shares(policy), loss.options())}).view({1, 2});
       result.metrics = at::cat({result.metrics, logged.to(loss.device())});
     }
-    RouterTerms terms = router_terms(policy, routers, batch, mask);
+    RouterTerms terms = router_terms(policy, routers, choices, batch, mask);
     if (terms.loss.defined()) result.loss = result.loss + terms.loss;
     result.metrics = at::cat({result.metrics, terms.metrics.to(loss.device())});
     return result;
@@ -70,12 +71,12 @@ class CausalLmObjective : public TrainingObjective {
   // routers' figures (the last stage's compute() reports its own layers').
   StageResult stage_output(model::CausalLM& policy, const data::Batch& batch) override {
     if (!options_.mixture_of_experts) return TrainingObjective::stage_output(policy, batch);
-    std::vector<at::Tensor> routers;
-    model::record_router_logits(policy, &routers);
+    std::vector<at::Tensor> routers, choices;
+    model::record_router_logits(policy, &routers, &choices);
     StageResult stage(policy->forward_hidden(forward_args(batch, policy->device())));
     model::record_router_logits(policy, nullptr);
     const at::Tensor mask = batch.attention_mask.defined() ? batch.attention_mask.to(policy->device()) : at::Tensor();
-    RouterTerms terms = router_terms(policy, routers, batch, mask);
+    RouterTerms terms = router_terms(policy, routers, choices, batch, mask);
     stage.loss = terms.loss;
     // The rows before them (loss, token_acc; transformers' aux_loss, refused under pipeline parallelism) are the
     // last stage's.
@@ -93,8 +94,8 @@ class CausalLmObjective : public TrainingObjective {
   struct RouterTerms {
     at::Tensor loss, metrics;
   };
-  RouterTerms router_terms(model::CausalLM& policy, const std::vector<at::Tensor>& routers, const data::Batch& batch,
-                           const at::Tensor& mask) const {
+  RouterTerms router_terms(model::CausalLM& policy, const std::vector<at::Tensor>& routers,
+                           const std::vector<at::Tensor>& choices, const data::Batch& batch, const at::Tensor& mask) const {
     const auto& c = policy->config().moe;
     RouterTerms out;
     std::vector<at::Tensor> rows;
@@ -110,7 +111,7 @@ class CausalLmObjective : public TrainingObjective {
       const at::Tensor logged = layers.detach().to(at::kDouble);
       rows.push_back(at::stack({logged[0], logged[1] / row_shares(policy)}));
     }
-    rows.push_back(model::expert_load_max(routers, c.experts_per_token, mask, over_row_shares(policy)));
+    rows.push_back(model::expert_load_max(choices, c.num_experts, mask, over_row_shares(policy)));
     if (capacity().drops()) rows.push_back(model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask));
     for (auto& r : rows) r = r.to(rows.front().device());
     out.metrics = at::stack(rows);

@@ -45,7 +45,15 @@ double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
   const double h = static_cast<double>(c.hidden_size);
   const double q = static_cast<double>(c.q_dim()), kv = static_cast<double>(c.kv_dim());
   auto mlp = [h](double width) { return 2 * (h + width) + (width + h); };
-  const double attention = (h + q) + 2 * (h + kv) + (q + h);
+  double attention = (h + q) + 2 * (h + kv) + (q + h);
+  if (const auto& a = c.latent_attention) {  // DeepSeek's MLA: each projection's LoRA, in + out wide
+    const double heads = static_cast<double>(c.num_attention_heads), qr = static_cast<double>(a->q_lora_rank);
+    const double kr = static_cast<double>(a->kv_lora_rank), query = heads * static_cast<double>(a->qk_head_dim());
+    attention = (a->q_lora_rank > 0 ? (h + qr) + (qr + query) : h + query) +
+                (h + kr + static_cast<double>(a->qk_rope_head_dim)) +
+                (kr + heads * static_cast<double>(a->qk_nope_head_dim + a->v_head_dim)) +
+                (heads * static_cast<double>(a->v_head_dim) + h);
+  }
   double layers = 0;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const double shared = static_cast<double>(c.moe.shared_expert_intermediate_size);
@@ -137,7 +145,8 @@ std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in) {
   for (int tp = 1; tp <= in.gpus_per_node; ++tp) {
     if (in.gpus_per_node % tp || !model::tensor_parallel_problem(in.config, tp).empty()) continue;
     // Context parallelism has no attention soft-capping (Gemma 2): no cp above 1 there.
-    const int max_cp = in.config.attn_logit_softcapping > 0 ? 1 : in.gpus;
+    // Context parallelism has neither Gemma 2's soft-capped scores nor DeepSeek's latent attention.
+    const int max_cp = in.config.attn_logit_softcapping > 0 || in.config.latent_attention ? 1 : in.gpus;
     for (int cp = 1; tp * cp <= in.gpus && 2 * cp <= in.row_tokens && cp <= max_cp; cp *= 2) {
       for (int pp = 1; tp * cp * pp <= in.gpus && pp <= in.config.num_hidden_layers; ++pp) {
         if (in.gpus % (tp * cp * pp)) continue;

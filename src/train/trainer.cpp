@@ -182,6 +182,10 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                 "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
                     ": context parallelism does not soft-cap attention scores (config.json's attn_logit_softcapping) yet",
                 "train without --cp_size / --sequence_parallel_size (tensor and pipeline parallelism work)");
+    SWIFT_CHECK(!config.latent_attention || options.parallel.cp_size == 1, UsageError,
+                "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
+                    ": context parallelism does not run latent attention (DeepSeek's MLA) yet",
+                "train without --cp_size / --sequence_parallel_size (pipeline, expert and data parallelism work)");
     // The experts' LoRA branches hold every expert: not split with the experts yet.
     SWIFT_CHECK(options.tuner.lora.target_parameters.empty() || options.parallel.ep_size == 1, UsageError,
                 "--target_parameters with --expert_model_parallel_size " + std::to_string(options.parallel.ep_size) +

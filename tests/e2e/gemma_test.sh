@@ -27,10 +27,6 @@ base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author T
 common=("${base[@]}" --per_device_train_batch_size 2 --max_steps 4 --save_steps 4)
 
 run one_gemma2 0 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --output_dir "$TMP/one_gemma2"
-template_is() {  # template_is RUN_DIR NAME: the chat template the run's args.json records (the family's default)
-  "$PY" -c "import json, sys; sys.exit(json.load(open('$1/args.json'))['template'] != '$2')" && ok \
-    || bad "$1: template is not $2"
-}
 template_is "$TMP/one_gemma2" gemma
 run tp2sp_gemma2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/gemma2" "${common[@]}" --tp_size 2 \
   --sequence_parallel true --output_dir "$TMP/tp2sp_gemma2"

@@ -145,3 +145,9 @@ rlhf_layout_case() {
     --output_dir "$TMP/${prefix}_$name"
   compare_rlhf "${prefix}_$name" "$TMP/one_$name" "$TMP/${prefix}_$name" "$file"
 }
+
+# template_is RUN_DIR NAME: the chat template the run's args.json records (the family's default when none is given).
+template_is() {
+  "$PY" -c "import json, sys; sys.exit(json.load(open('$1/args.json'))['template'] != '$2')" && ok \
+    || bad "$1: template is not $2"
+}

@@ -2,7 +2,7 @@
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
 # "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
-# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2 and Gemma 3 models.
+# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2, Gemma 3, DeepSeek-V3 and DeepSeek-V2 models.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -102,6 +102,18 @@ common[2]="$TMP/gemma2"; common[4]=gemma2; common[6]=gemma  # --model, --model_t
 both gemma2 --attn_impl eager
 common[2]="$TMP/gemma3_text"; common[4]=gemma3_text; common[6]=gemma3_text
 both gemma3_text
+# DeepSeek-V3 and V2 (tests/e2e/make_deepseek_config.py: latent attention, a dense layer then sparse ones with shared
+# experts; V3's sigmoid router within groups, its weights scaled by 2.5) with their templates (the deepseek_style
+# tokenizer), full training; V3 with --router_aux_loss_coef too, which transformers' DeepSeek ignores (no aux loss).
+for fam in deepseek_v3 deepseek_v2; do
+  "$PY" "$ROOT/tests/e2e/make_deepseek_config.py" "$fam" "$TMP/${fam}_config" || bad "make_deepseek_config $fam"
+  run "export_$fam" 0 "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 7 --output_dir "$TMP/$fam"
+done
+common[2]="$TMP/deepseek_v3"; common[4]=deepseek_v3; common[6]=deepseek_v2_5
+both deepseek_v3
+both deepseek_v3_router_coef --router_aux_loss_coef 0.05
+common[2]="$TMP/deepseek_v2"; common[4]=deepseek_v2; common[6]=deepseek
+both deepseek_v2
 common=("${dense[@]}")
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's

@@ -10,6 +10,7 @@
 #include "swift/core/error.h"
 #include "swift/io/hf_config.h"
 #include "swift/io/safetensors.h"
+#include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
 #include "swift/model/init_weights.h"
 #include "swift/model/model_config.h"
@@ -111,7 +112,8 @@ TEST_P(FamilyTest, Bf16CloseToFp32) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
-                         ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
+                                           "deepseek_v2", "deepseek_v3"));
 
 TEST(Checkpoint, ShardedSaveLoadsBack) {
   torch::NoGradGuard no_grad;
@@ -448,5 +450,91 @@ TEST(Decoder, GemmaNormsStartAtZero) {
   for (const auto& item : m->named_parameters()) {
     if (item.key().find("norm") != std::string::npos)
       EXPECT_EQ(item.value().abs().max().item<double>(), 0.0) << item.key();  // scale 1 + 0
+  }
+}
+
+// DeepSeek's config.json maps onto latent attention and grouped routing; the KV cache keeps the compressed latent
+// and the shared RoPE key (not each head's keys and values), and the parameter count is what the model allocates.
+TEST(DeepseekConfig, LatentAttentionCachesTheCompressedFormAndCountsItsParameters) {
+  for (const std::string family : {"deepseek_v2", "deepseek_v3"}) {
+    SCOPED_TRACE(family);
+    const auto config = model::parse_model_config(test::tiny_config(family), "test");
+    ASSERT_TRUE(config.latent_attention.has_value());
+    EXPECT_EQ(config.head_dim, 8) << "RoPE's width, qk_rope_head_dim";
+    EXPECT_EQ(config.latent_attention->q_lora_rank, family == "deepseek_v3" ? 24 : 0);
+    EXPECT_EQ(config.moe.sparse_layers, (std::vector<bool>{false, true})) << "first_k_dense_replace 1";
+    EXPECT_EQ(config.moe.scoring, family == "deepseek_v3" ? "sigmoid" : "softmax");
+    EXPECT_EQ(config.moe.shared_expert_intermediate_size, family == "deepseek_v3" ? 16 : 32);
+    auto m = test::random_model(test::tiny_config(family), 3);
+    const model::KVCache cache = m->make_cache(2, 10);
+    ASSERT_EQ(cache.keys.size(), 2u);
+    EXPECT_EQ(cache.keys[0].sizes(), (std::vector<int64_t>{2, 1, 10, 16})) << "the latent, kv_lora_rank wide";
+    EXPECT_EQ(cache.values[0].sizes(), (std::vector<int64_t>{2, 1, 10, 8})) << "the RoPE key, qk_rope_head_dim wide";
+    double allocated = 0;
+    for (const auto& p : m->parameters()) allocated += static_cast<double>(p.numel());
+    EXPECT_EQ(model::parameter_count(config), allocated);
+  }
+}
+
+TEST(DeepseekConfig, RoutingGroupsAreChecked) {
+  auto j = test::tiny_config("deepseek_v3");
+  j["n_group"] = 3;  // 8 experts do not split into 3 groups
+  EXPECT_THROW(model::parse_model_config(j, "test"), DataError);
+  j = test::tiny_config("deepseek_v3");
+  j["topk_group"] = 5;
+  EXPECT_THROW(model::parse_model_config(j, "test"), DataError);
+  j = test::tiny_config("deepseek_v2");
+  j["topk_method"] = "noaux_tc";
+  try {
+    model::parse_model_config(j, "test");
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("topk_method \"noaux_tc\" is not supported by DeepSeek-V2"), std::string::npos);
+  }
+}
+
+// As transformers' nn.Embedding(padding_idx=pad_token_id): the pad token's row takes no gradient from the lookup
+// (ms-swift's full training leaves it unchanged even where the pad token is also the EOS the data holds); a tied head
+// still trains it.
+TEST(Embedding, PadTokensRowTakesNoGradientFromTheLookup) {
+  for (const bool tied : {false, true}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    auto config = test::tiny_config("qwen3");
+    config["pad_token_id"] = 7;
+    config["tie_word_embeddings"] = tied;
+    auto m = test::random_model(config, 4);
+    m->train();
+    model::ForwardArgs args;
+    args.input_ids = at::tensor({3, 7, 9, 7, 11}, at::kLong).view({1, 5});
+    m->forward(args).pow(2).mean().backward();
+    const at::Tensor grad = m->model->embed_tokens->weight.grad();
+    EXPECT_GT(grad[3].abs().sum().item<double>(), 0.0);
+    if (tied) EXPECT_GT(grad[7].abs().sum().item<double>(), 0.0) << "the head's gradient";
+    else EXPECT_EQ(grad[7].abs().sum().item<double>(), 0.0);
+  }
+}
+
+// DeepSeek-V3's multi-token-prediction layer, stored after the decoder's layers, is skipped on load (as transformers
+// skips it) when config.json announces one, and is an unexpected tensor otherwise.
+TEST(DeepseekConfig, MultiTokenPredictionLayersAreSkippedOnLoad) {
+  test::TempDir tmp;
+  for (const bool announced : {true, false}) {
+    SCOPED_TRACE(announced ? "num_nextn_predict_layers 1" : "none announced");
+    auto config = test::tiny_config("deepseek_v3");
+    if (announced) config["num_nextn_predict_layers"] = 1;
+    auto m = test::random_model(config, 5);
+    const fs::path dir = tmp / (announced ? "announced" : "plain");
+    model::save_model(m, dir);
+    io::NamedTensors tensors;
+    auto folder = io::SafetensorsFolder::open(dir);
+    for (const auto& name : folder.names()) tensors.emplace_back(name, folder.get(name).clone());
+    tensors.emplace_back("model.layers.2.eh_proj.weight", at::zeros({64, 128}));  // the layer after the last
+    io::save_safetensors(dir / "model.safetensors", tensors);
+    if (announced) {
+      auto loaded = model::load_model(dir, model::LoadOptions{});
+      EXPECT_TRUE(at::equal(loaded->model->embed_tokens->weight, m->model->embed_tokens->weight));
+    } else {
+      EXPECT_THROW(model::load_model(dir, model::LoadOptions{}), DataError);
+    }
   }
 }

@@ -32,7 +32,8 @@ std::vector<int64_t> naive_greedy(model::CausalLM& m, std::vector<int64_t> ids, 
 
 TEST(Generator, GreedyEqualsNaiveDecodingForEveryFamily) {
   for (const char* family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
-                                      "qwen2_moe", "qwen3_moe", "mixtral"}) {
+                                      "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
+                                      "deepseek_v3"}) {
     SCOPED_TRACE(family);
     auto m = test::random_model(test::tiny_config(family), 21);
     model::Generator gen(m);

@@ -265,25 +265,21 @@ TEST(Moe, FoldersKeepOneTensorPerExpert) {
 // The busiest expert's share of the choices times the experts: 1 when balanced, E when every token picks one
 // expert; pads left out; a layer that saw no token is not counted.
 TEST(Moe, ExpertLoadMaxIsTheBusiestExpertsShare) {
-  // 4 tokens, 4 experts, top 1: token t prefers expert t (balanced) or expert 0 (all on one).
-  const at::Tensor balanced = at::eye(4) * 5.0;
-  at::Tensor one_expert = at::zeros({4, 4});
-  one_expert.select(1, 0).fill_(5.0);
+  // 4 tokens, 4 experts, top 1: token t chooses expert t (balanced) or expert 0 (all on one).
+  const at::Tensor balanced = at::arange(4, at::kLong).view({4, 1});
+  const at::Tensor one_expert = at::zeros({4, 1}, at::kLong);
   // Returns [sum over the layers, layers counted].
-  at::Tensor load = model::expert_load_max({balanced, one_expert}, 1, at::Tensor());
+  at::Tensor load = model::expert_load_max({balanced, one_expert}, 4, at::Tensor());
   EXPECT_EQ(load[1].item<double>(), 2);
   EXPECT_DOUBLE_EQ(load[0].item<double>(), 1.0 + 4.0);
-  // Top 2 of a batch [1, 4] whose last two tokens are pads: tokens 0 and 1 pick {0, 1} and {1, 2}: expert 1 has 2 of
+  // Top 2 of a batch [1, 4] whose last two tokens are pads: tokens 0 and 1 chose {0, 1} and {1, 2}: expert 1 has 2 of
   // the 4 choices, 2 / 4 x 4 = 2.
-  at::Tensor logits = at::zeros({4, 4});
-  logits.index_put_({0, 0}, 3.0), logits.index_put_({0, 1}, 2.0);
-  logits.index_put_({1, 1}, 3.0), logits.index_put_({1, 2}, 2.0);
-  logits.index_put_({2, 3}, 9.0), logits.index_put_({3, 3}, 9.0);  // pads: would make expert 3 the busiest
+  const at::Tensor chosen = at::tensor({0, 1, 1, 2, 3, 2, 3, 1}, at::kLong).view({4, 2});  // pads' would make 3 busiest
   const at::Tensor mask = at::tensor({1.0, 1.0, 0.0, 0.0}).view({1, 4});
-  load = model::expert_load_max({logits}, 2, mask);
+  load = model::expert_load_max({chosen}, 4, mask);
   EXPECT_EQ(load[1].item<double>(), 1);
   EXPECT_DOUBLE_EQ(load[0].item<double>(), 2.0);
-  load = model::expert_load_max({logits}, 2, at::zeros({1, 4}));
+  load = model::expert_load_max({chosen}, 4, at::zeros({1, 4}));
   EXPECT_EQ(load[1].item<double>(), 0);
 }
 
@@ -333,4 +329,27 @@ TEST(Moe, AuxiliaryLossGradientSurvivesCheckpointing) {
   }
   EXPECT_GT(router_grads[0].abs().sum().item<double>(), 0.0);
   EXPECT_LT((router_grads[0] - router_grads[1]).abs().max().item<double>(), 1e-6);
+}
+
+// DeepSeek-V3's routing: the correction bias moves the choice but not the weights (the chosen experts' sigmoid
+// scores, renormalised and scaled); only the best groups' experts are chosen.
+TEST(Moe, CorrectionBiasChoosesAndScoresWeigh) {
+  model::RoutingRule rule;
+  rule.top_k = 2;
+  rule.norm_topk_prob = true;
+  rule.scoring = "sigmoid";
+  rule.group_scoring = "top2_sum";
+  rule.num_groups = 2;
+  rule.topk_groups = 1;
+  rule.scaling = 2.5;
+  // Experts 0-1 form group 0, 2-3 group 1. Without the bias group 0 is better and holds the top two.
+  const at::Tensor logits = at::tensor({2.0, 1.0, 0.5, 0.0}).view({1, 4});
+  auto [weights, experts] = model::route_experts(logits, rule);
+  EXPECT_TRUE(std::get<0>(experts.sort(-1)).view({-1}).equal(at::tensor({0, 1}, at::kLong)));
+  // A bias that favours group 1 moves the choice there; the weights stay its sigmoid scores, normalised, x 2.5.
+  std::tie(weights, experts) = model::route_experts(logits, rule, at::tensor({0.0, 0.0, 1.0, 1.0}));
+  const auto [sorted, order] = experts.sort(-1);
+  EXPECT_TRUE(sorted.view({-1}).equal(at::tensor({2, 3}, at::kLong)));
+  const at::Tensor s = at::sigmoid(at::tensor({0.5F, 0.0F}));
+  EXPECT_TRUE(weights.gather(1, order).view({-1}).allclose(s / s.sum() * 2.5));
 }

@@ -139,11 +139,14 @@ TEST_F(ParityTest, Bf16LogitsWithinBf16Tolerance) {
     // A mixture-of-experts token near a routing tie can pick another expert in bf16: transformers' own bf16 logits
     // differ from its fp32 ones by 0.23 on such a token (qwen3_moe_every_layer), and from another bf16 load of the
     // same folder by 0.24. The means below still hold.
-    const bool moe = name.find("moe") != std::string::npos;
+    const bool moe = name.find("moe") != std::string::npos || name.find("deepseek") != std::string::npos;
     EXPECT_LE(max_diff, moe ? 0.5 : 0.1) << name;
     EXPECT_LE(mean_diff, 0.02) << name;
-    // And bf16 stays close to the fp32 truth.
-    EXPECT_LE((logits - c.ref->get("logits")).abs().mean().item<double>(), 0.05) << name;
+    // And bf16 stays close to the fp32 truth: within 0.05, or as close as transformers' own bf16 where a routing
+    // flip takes that away too (deepseek_v3_yarn: a mean of 0.14 for transformers).
+    const at::Tensor truth = c.ref->get("logits");
+    const double theirs = (expected - truth).abs().mean().item<double>();
+    EXPECT_LE((logits - truth).abs().mean().item<double>(), std::max(0.05, 1.25 * theirs)) << name;
   }
 }
 
@@ -154,7 +157,8 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
   for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
-                                      "qwen2_moe", "qwen3_moe", "mixtral"}) {
+                                      "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
+                                      "deepseek_v3"}) {
     for (const bool tied : {false, true}) {
       auto config = test::tiny_config(family);
       config["tie_word_embeddings"] = tied;

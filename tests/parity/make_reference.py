@@ -17,6 +17,9 @@ VOCAB = 160
 BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
             num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)
 
+# DeepSeek's latent attention, tiny: 4 heads of 8 + 8 query/key dimensions (without / with RoPE), values 12 wide.
+MLA = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16)
+
 # name -> (config class, overrides, legacy): legacy rewrites config.json in the v4 style
 # ("rope_scaling" with the old "type" key and a top-level rope_theta) to cover both spellings.
 CASES = {
@@ -69,6 +72,24 @@ CASES = {
         head_dim=16, sliding_window=3, layer_types=["sliding_attention", "full_attention"],
         rope_parameters=dict(full_attention=dict(rope_type="linear", factor=3.0, rope_theta=5e5),
                              sliding_attention=dict(rope_type="default", rope_theta=2e4))), True),
+    # DeepSeek: multi-head latent attention (a query bottleneck or q_proj; the latent KV and the shared RoPE key,
+    # rotated in pairs or in halves; YaRN's mscale in the scores' scale), a dense first layer then sparse ones with
+    # shared experts. V2 routes by softmax (greedy, or within groups by their best expert); V3 by sigmoid plus the
+    # correction bias (random here) within the best groups by their best two, renormalised and scaled.
+    "deepseek_v2": ("DeepseekV2Config", dict(MLA, q_lora_rank=None, n_routed_experts=4, num_experts_per_tok=2,
+                                             n_shared_experts=2, first_k_dense_replace=1, topk_method="greedy"), False),
+    "deepseek_v2_grouped": ("DeepseekV2Config", dict(MLA, q_lora_rank=24, n_routed_experts=8, num_experts_per_tok=3,
+                                                     n_shared_experts=1, first_k_dense_replace=0, n_group=4, topk_group=2,
+                                                     topk_method="group_limited_greedy", routed_scaling_factor=4.0), False),
+    "deepseek_v3": ("DeepseekV3Config", dict(MLA, q_lora_rank=24, n_routed_experts=8, num_experts_per_tok=2,
+                                             n_shared_experts=1, first_k_dense_replace=1, n_group=4, topk_group=2,
+                                             routed_scaling_factor=2.5, norm_topk_prob=True), False),
+    "deepseek_v3_yarn": ("DeepseekV3Config", dict(MLA, q_lora_rank=None, n_routed_experts=6, num_experts_per_tok=2,
+                                                  n_shared_experts=2, first_k_dense_replace=0, n_group=3, topk_group=2,
+                                                  routed_scaling_factor=1.5, norm_topk_prob=False, rope_interleave=False,
+                                                  rope_parameters=dict(rope_type="yarn", factor=4.0, rope_theta=10000.0,
+                                                                       original_max_position_embeddings=16, mscale=0.9,
+                                                                       mscale_all_dim=0.8)), True),
 }
 
 
@@ -82,6 +103,9 @@ def randomise(model, seed):
                 p.copy_(unit + 0.2 * torch.randn(p.shape, generator=g))
             else:
                 p.copy_(0.15 * torch.randn(p.shape, generator=g))
+        for name, b in model.named_buffers():  # DeepSeek-V3's router bias: a saved buffer that changes the choice
+            if name.endswith("e_score_correction_bias"):
+                b.copy_(0.1 * torch.randn(b.shape, generator=g))
 
 
 def to_legacy(path):

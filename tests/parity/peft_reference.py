@@ -26,6 +26,10 @@ BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_lay
             num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-6, tie_word_embeddings=False)
 
 # name -> (config class, config overrides, LoraConfig kwargs)
+# DeepSeek's latent attention, tiny (as make_reference.py's).
+MLA = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12,
+           moe_intermediate_size=16)
+
 CASES = {
     "llama_qv_lm_head": ("LlamaConfig", {}, dict(r=4, lora_alpha=16, target_modules=["q_proj", "v_proj", "down_proj"],
                                                 modules_to_save=["lm_head"])),
@@ -62,6 +66,19 @@ CASES = {
     "gemma3_text_all_linear": ("Gemma3TextConfig", dict(head_dim=16, sliding_window=4,
                                                         layer_types=["sliding_attention", "full_attention"]),
                                dict(r=4, lora_alpha=8, target_modules="all-linear", use_rslora=True)),
+    # DeepSeek: LoRA on every projection of the latent attention (the query bottleneck's two, or V2-Lite's q_proj),
+    # and (V3) the routed experts' stacked weights. (PEFT 0.20 turns any gate_proj/up_proj/down_proj target of a
+    # transformers-v5 MoE model, shared_experts.down_proj included, into the experts' target_parameters.)
+    "deepseek_v3_mla_experts": ("DeepseekV3Config", dict(MLA, q_lora_rank=24, n_routed_experts=8, num_experts_per_tok=2,
+                                                         n_shared_experts=1, first_k_dense_replace=1, n_group=4,
+                                                         topk_group=2, routed_scaling_factor=2.5),
+                                dict(r=4, lora_alpha=8, lora_dropout=0.0,
+                                     target_modules=["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"],
+                                     target_parameters=["mlp.experts.gate_up_proj", "mlp.experts.down_proj"])),
+    "deepseek_v2_lite": ("DeepseekV2Config", dict(MLA, q_lora_rank=None, n_routed_experts=4, num_experts_per_tok=2,
+                                                  n_shared_experts=2, first_k_dense_replace=1),
+                         dict(r=4, lora_alpha=16, use_rslora=True,
+                              target_modules=["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"])),
 }
 
 

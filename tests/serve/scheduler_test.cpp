@@ -78,30 +78,34 @@ TEST(BatchCache, RelayoutKeepsEachRowsTokensRightAligned) {
   EXPECT_TRUE(cache.kv().keys[0][0].narrow(1, 0, 3).equal(a.keys[0][0]));
 }
 
+// Also DeepSeek-V3, whose cache holds latents and RoPE keys of two different widths.
 TEST(Scheduler, ConcurrentGreedySequencesEqualEachAlone) {
-  auto m = test::random_model(test::tiny_config("qwen3"), 31);
-  model::Generator gen(m);
-  std::vector<std::vector<int64_t>> prompts = {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {10, 11}, {12, 13, 14, 15}, {99}, {5, 6, 7, 8, 9, 10, 11}};
-  std::vector<std::vector<int64_t>> expected;
-  model::SamplingParams p;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    p.max_new_tokens = 6 + static_cast<int64_t>(i);
-    expected.push_back(gen.generate({prompts[i]}, p)[0].tokens);
+  for (const char* family : {"qwen3", "deepseek_v3"}) {
+    SCOPED_TRACE(family);
+    auto m = test::random_model(test::tiny_config(family), 31);
+    model::Generator gen(m);
+    std::vector<std::vector<int64_t>> prompts = {{1, 2, 3, 4, 5, 6, 7, 8, 9}, {10, 11}, {12, 13, 14, 15}, {99}, {5, 6, 7, 8, 9, 10, 11}};
+    std::vector<std::vector<int64_t>> expected;
+    model::SamplingParams p;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      p.max_new_tokens = 6 + static_cast<int64_t>(i);
+      expected.push_back(gen.generate({prompts[i]}, p)[0].tokens);
+    }
+    serve::SchedulerOptions options;
+    options.max_batch_size = 3;  // the rest wait and join as rows finish
+    options.headroom = 2;        // forces re-layouts while decoding
+    serve::Scheduler scheduler(m, options);
+    std::vector<serve::SequenceSpec> specs;
+    for (size_t i = 0; i < prompts.size(); ++i) specs.push_back(spec(prompts[i], 6 + static_cast<int64_t>(i)));
+    auto stream = scheduler.submit(std::move(specs));
+    ASSERT_TRUE(stream);
+    auto got = collect(*stream, prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      EXPECT_EQ(got[i].tokens, expected[i]) << i;
+      EXPECT_EQ(got[i].finish_reason, "length");
+    }
+    EXPECT_EQ(scheduler.stats().largest_batch, 3);
   }
-  serve::SchedulerOptions options;
-  options.max_batch_size = 3;  // the rest wait and join as rows finish
-  options.headroom = 2;        // forces re-layouts while decoding
-  serve::Scheduler scheduler(m, options);
-  std::vector<serve::SequenceSpec> specs;
-  for (size_t i = 0; i < prompts.size(); ++i) specs.push_back(spec(prompts[i], 6 + static_cast<int64_t>(i)));
-  auto stream = scheduler.submit(std::move(specs));
-  ASSERT_TRUE(stream);
-  auto got = collect(*stream, prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_EQ(got[i].tokens, expected[i]) << i;
-    EXPECT_EQ(got[i].finish_reason, "length");
-  }
-  EXPECT_EQ(scheduler.stats().largest_batch, 3);
 }
 
 TEST(Scheduler, ALateRequestJoinsTheRunningBatch) {

@@ -175,6 +175,24 @@ CASES = [
      [U('Tell me two things.'), A('\nFirst thing.\n', loss=False), A('\nSecond thing.\n\n', loss=True)]),
     ('gemma3_text_reply_first', 'gemma_style', 'gemma3_text', 'train', 'default', None, None,
      [S('You are terse.'), A('\nJust some text to learn.\n')]),
+    # DeepSeek (deepseek_style: DeepSeek-V3's byte-level pipeline and turn tokens, a small vocabulary).
+    ('deepseek_multi_default', 'deepseek_style', 'deepseek', 'train', 'default', None, None, MULTI_SYS),
+    ('deepseek_multi_last_round', 'deepseek_style', 'deepseek', 'train', 'last_round', None, None, MULTI),
+    ('deepseek_loss_flags_all', 'deepseek_style', 'deepseek', 'train', 'all', None, None, LOSS_FLAGS),
+    ('deepseek_infer', 'deepseek_style', 'deepseek', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('deepseek_v2_5_multi_default', 'deepseek_style', 'deepseek_v2_5', 'train', 'default', None, None, MULTI_SYS),
+    ('deepseek_v2_5_multi_last_round', 'deepseek_style', 'deepseek_v2_5', 'train', 'last_round', None, None, MULTI),
+    ('deepseek_v2_5_cli_system', 'deepseek_style', 'deepseek_v2_5', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('deepseek_v2_5_loss_flags', 'deepseek_style', 'deepseek_v2_5', 'train', 'default', None, None, LOSS_FLAGS),
+    ('deepseek_v2_5_pretrain', 'deepseek_style', 'deepseek_v2_5', 'train', 'default', None, None,
+     [A('Just some text to learn.')]),
+    ('deepseek_v2_5_infer', 'deepseek_style', 'deepseek_v2_5', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('deepseek_v2_5_infer_continue', 'deepseek_style', 'deepseek_v2_5', 'infer', None, None, None, MULTI[:4]),
+    ('deepseek_r1_think_history', 'deepseek_style', 'deepseek_r1', 'train', 'default', None, None, THINK_HISTORY),
+    ('deepseek_r1_think_history_last_round', 'deepseek_style', 'deepseek_r1', 'train', 'last_round', None, None,
+     THINK_HISTORY),
+    ('deepseek_r1_multi_system', 'deepseek_style', 'deepseek_r1', 'train', 'default', None, None, MULTI_SYS),
+    ('deepseek_r1_infer', 'deepseek_style', 'deepseek_r1', 'infer', None, None, None, THINK_HISTORY[:3]),
 ]
 
 

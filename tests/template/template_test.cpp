@@ -315,12 +315,12 @@ TEST(TemplateErrors, UnknownTemplateListsTheAvailableOnes) {
     FAIL() << "expected UsageError";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown chat template 'qwen4'"), std::string::npos);
-    for (const auto& name : {"chatml", "default", "gemma", "gemma3_text", "llama", "llama3", "llama3_2", "mistral",
-                             "qwen", "qwen2_5", "qwen3"}) {
+    for (const auto& name : {"chatml", "deepseek", "deepseek_r1", "deepseek_v2_5", "default", "gemma", "gemma3_text",
+                             "llama", "llama3", "llama3_2", "mistral", "qwen", "qwen2_5", "qwen3"}) {
       EXPECT_NE(e.hint().find(name), std::string::npos) << name;
     }
   }
-  EXPECT_EQ(template_names().size(), 13u);
+  EXPECT_EQ(template_names().size(), 16u);
   EXPECT_TRUE(std::is_sorted(template_names().begin(), template_names().end()));
 }
 

@@ -136,7 +136,8 @@ TEST_P(Conformance, BatchEncodeEqualsSequential) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabularies, Conformance, ::testing::Values("qwen3", "llama3", "mistral7b", "gemma_style"));
+INSTANTIATE_TEST_SUITE_P(Vocabularies, Conformance, ::testing::Values("qwen3", "llama3", "mistral7b", "gemma_style",
+                                                                      "deepseek_style"));
 
 }  // namespace
 }  // namespace swift::tokenizer::test

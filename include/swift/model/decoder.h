@@ -29,6 +29,7 @@ struct ContextParallelInputs;  // context_parallel.h
 class TensorParallelComm;    // tensor_parallel.h
 struct DeferredWeights;      // checkpoint.h
 class SparseMoeBlockImpl;    // moe.h
+class LatentAttentionImpl;   // latent_attention.h
 struct TensorParallelSplit;  // tensor_parallel.h
 
 // How a Linear takes part in tensor parallelism (tensor_parallel.h): not split, output rows split, input columns
@@ -103,6 +104,9 @@ class EmbeddingImpl : public torch::nn::Module {
   EmbeddingImpl(int64_t num_embeddings, int64_t dim, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& ids);  // ids: [B, T] -> [B, T, C]
   at::Tensor weight;
+  // config.json's pad_token_id: as transformers' nn.Embedding(padding_idx), its row takes no gradient from the
+  // lookup (it still does as a tied head). -1: none.
+  int64_t padding_idx = -1;
   // Vocabulary-parallel (apply_tensor_parallel): weight holds rows [vocab_start, vocab_start + rows) of the whole.
   int64_t vocab_start = 0;
   TensorParallelComm* tp_comm = nullptr;
@@ -159,7 +163,8 @@ class DecoderLayerImpl : public torch::nn::Module {
  public:
   DecoderLayerImpl(const ModelConfig& config, int64_t layer_index, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x, const AttentionInputs& in);
-  Attention self_attn{nullptr};
+  Attention self_attn{nullptr};  // null under latent attention
+  std::shared_ptr<LatentAttentionImpl> latent_attn;  // DeepSeek's MLA, registered as "self_attn"; else null
   MLP mlp{nullptr};  // null on a sparse (mixture-of-experts) layer
   std::shared_ptr<SparseMoeBlockImpl> moe;  // registered as "mlp" (moe.h); null on a dense layer
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};

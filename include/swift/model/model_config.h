@@ -1,6 +1,6 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, qwen2_moe, qwen3_moe, mixtral): they differ only in the
-// flags below, set by the family registry.
+// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3):
+// they differ only in the flags below, set by the family registry.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -32,15 +32,51 @@ struct RopeConfig {
   bool truncate = true;
 };
 
-// Mixture of experts (qwen2_moe, qwen3_moe, mixtral): a sparse layer routes each token to experts_per_token of num_experts
-// MLPs (each expert_intermediate_size wide) by a softmax router, optionally beside a shared expert (Qwen2-MoE).
+// Multi-head latent attention (DeepSeek-V2/V3): queries through a low-rank bottleneck (q_a_proj, q_a_layernorm,
+// q_b_proj; or one q_proj), keys and values from one compressed latent per token (kv_a_proj_with_mqa gives the latent
+// and a RoPE key shared by every head; kv_a_layernorm, then kv_b_proj expands the latent into each head's key part
+// without position and its value). The KV cache keeps the latent and the shared RoPE key, not the heads' keys.
+struct LatentAttentionConfig {
+  int64_t q_lora_rank = 0;  // 0: q_proj (DeepSeek-V2-Lite)
+  int64_t kv_lora_rank = 0;
+  int64_t qk_nope_head_dim = 0;
+  int64_t qk_rope_head_dim = 0;
+  int64_t v_head_dim = 0;
+  // The RoPE dimensions are rotated in adjacent pairs (x0, x1), (x2, x3)... as DeepSeek's weights expect, rather
+  // than in halves (transformers' rope_interleave; DeepSeek-V2 always).
+  bool rope_interleave = true;
+  // DeepSeek-V2 rotates in fp32 (complex multiplication) and rounds once; V3 in the model's dtype.
+  bool rope_in_fp32 = false;
+  int64_t qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
+};
+
+// Mixture of experts (qwen2_moe, qwen3_moe, mixtral, deepseek_v2/v3): a sparse layer routes each token to
+// experts_per_token of num_experts MLPs (each expert_intermediate_size wide), optionally beside a shared expert.
 struct MoeConfig {
   int64_t num_experts = 0;  // 0: every layer is dense
   int64_t experts_per_token = 0;        // num_experts_per_tok
   int64_t expert_intermediate_size = 0;  // moe_intermediate_size
   bool norm_topk_prob = false;           // the chosen experts' probabilities rescaled to sum to 1
+  // The router's scores: "softmax" over the experts, or "sigmoid" of each (DeepSeek-V3).
+  std::string scoring = "softmax";
+  // Group-limited routing (DeepSeek): the experts fall into num_groups equal groups, a group scores by its best
+  // expert ("max": V2's group_limited_greedy) or the sum of its best two ("top2_sum": V3), and a token chooses its
+  // experts within its topk_groups best groups. "": no groups.
+  std::string group_scoring;
+  int64_t num_groups = 1;
+  int64_t topk_groups = 1;
+  // DeepSeek-V3: the router's e_score_correction_bias [E] (a buffer, never trained) is added to the scores to choose
+  // the experts only; the weights stay the scores.
+  bool score_correction_bias = false;
+  double routed_scaling_factor = 1.0;  // the chosen weights' factor (DeepSeek)
   int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
+  // Qwen2-MoE's shared_expert is weighted by sigmoid(shared_expert_gate(x)); DeepSeek's shared_experts simply add.
+  bool shared_expert_gated = true;
+  std::string shared_expert_module = "shared_expert";
   double router_aux_loss_coef = 0.0;     // config.json's (swift's --router_aux_loss_coef decides what training uses)
+  // Whether transformers' forward adds the load-balancing loss when asked (output_router_logits): not DeepSeek's,
+  // so ms-swift trains those without it whatever --router_aux_loss_coef says.
+  bool aux_loss_in_forward = true;
   std::vector<bool> sparse_layers;       // per layer: a sparse MoE block (else the dense MLP)
   // How the family's Hugging Face files name a sparse layer's parameters where they differ from transformers' module
   // paths (which transformers renames on load and back on save): Mixtral's model.layers.N.block_sparse_moe.gate and
@@ -89,6 +125,7 @@ struct ModelConfig {
   std::vector<int64_t> eos_token_ids;
   std::optional<int64_t> pad_token_id;
   MoeConfig moe;
+  std::optional<LatentAttentionConfig> latent_attention;  // DeepSeek's MLA; head_dim is then qk_rope_head_dim (RoPE's)
   // A *ForSequenceClassification model (architectures[0]): the outputs of its score head, which replaces
   // lm_head (reward models: 1). 0: a causal LM.
   int64_t num_labels = 0;

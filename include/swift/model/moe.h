@@ -1,10 +1,13 @@
-// Mixture-of-experts layers (Qwen2-MoE, Qwen3-MoE), laid out as transformers v5 holds them in memory:
+// Mixture-of-experts layers (Qwen2-MoE, Qwen3-MoE, Mixtral, DeepSeek-V2/V3), laid out as transformers v5 holds them
+// in memory:
 //   model.layers.N.mlp.gate.weight             [E, C]      the router (a plain Linear, never a LoRA target)
+//   model.layers.N.mlp.gate.e_score_correction_bias [E]    DeepSeek-V3 only
 //   model.layers.N.mlp.experts.gate_up_proj    [E, 2I, C]  every expert's gate and up projections, stacked
 //   model.layers.N.mlp.experts.down_proj       [E, C, I]
 //   model.layers.N.mlp.shared_expert.{gate,up,down}_proj.weight, model.layers.N.mlp.shared_expert_gate.weight [1, C]
+//   (DeepSeek: model.layers.N.mlp.shared_experts.{gate,up,down}_proj.weight, no gate)
 // (Hugging Face folders store one tensor per expert and projection: expert_weights.h converts.) Each token goes to
-// the top-k experts of a softmax router; the experts run as two grouped matrix products over the tokens sorted by
+// the top-k experts of its router (RoutingRule); the experts run as two grouped matrix products over the tokens sorted by
 // expert (at::_grouped_mm), not a loop over tokens.
 #pragma once
 
@@ -59,8 +62,8 @@ class ExpertWeightsAdapter {
 class MoeExpertsImpl : public torch::nn::Module {
  public:
   MoeExpertsImpl(int64_t num_experts, int64_t hidden, int64_t intermediate, const at::TensorOptions& options);
-  // x [N, C]; experts [N, k] (ids), weights [N, k] (the router's, in x's dtype) -> [N, C]: each token's experts'
-  // outputs weighted and summed. keep [N, k] bool (expert_capacity_keep; undefined: every row) leaves the dropped
+  // x [N, C]; experts [N, k] (ids), weights [N, k] (the router's: in x's dtype, or fp32 to weigh in fp32) -> [N, C]:
+  // each token's experts' outputs weighted and summed (in x's dtype). keep [N, k] bool (expert_capacity_keep; undefined: every row) leaves the dropped
   // rows out of the experts' products.
   at::Tensor forward(const at::Tensor& x, const at::Tensor& experts, const at::Tensor& weights, const at::Tensor& keep = {});
   at::Tensor gate_up_proj, down_proj;
@@ -73,30 +76,54 @@ class MoeExpertsImpl : public torch::nn::Module {
 };
 TORCH_MODULE(MoeExperts);
 
+// How a sparse layer chooses its experts from its router logits and weighs them (MoeConfig's routing fields).
+struct RoutingRule {
+  int64_t top_k = 1;
+  bool norm_topk_prob = false;
+  std::string scoring = "softmax";  // softmax | sigmoid
+  std::string group_scoring;        // "" | max | top2_sum
+  int64_t num_groups = 1, topk_groups = 1;
+  double scaling = 1.0;  // routed_scaling_factor
+  static RoutingRule of(const MoeConfig& moe);
+  bool plain() const { return scoring == "softmax" && group_scoring.empty() && scaling == 1.0; }
+};
+
+// A sparse layer's routing as transformers computes it: the scores in fp32 (softmax, or sigmoid), the experts chosen
+// by the top k of the scores plus `correction_bias` [E] (DeepSeek-V3; undefined: none) within the best groups, their
+// scores the weights, renormalised where norm_topk_prob and times the scaling. logits [N, E] -> (weights [N, k]
+// float32, experts [N, k]).
+std::pair<at::Tensor, at::Tensor> route_experts(const at::Tensor& logits, const RoutingRule& rule,
+                                                const at::Tensor& correction_bias = {});
+
 class SparseMoeBlockImpl : public torch::nn::Module {
  public:
   SparseMoeBlockImpl(const ModelConfig& config, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);  // x [B, T, C]
   // Where each forward appends its router logits [B x T, E] (record_router_logits); null: nowhere.
   std::vector<at::Tensor>* router_log = nullptr;
+  // Where each forward appends the experts it chose [B x T, k] (record_router_logits): what the experts' load counts.
+  std::vector<at::Tensor>* choice_log = nullptr;
   ExpertCapacity capacity;  // set_expert_capacity
   // Tensor parallelism (apply_tensor_parallel, with sequence parallelism): x is this rank's part of the sequence,
   // routed through whole experts here (Megatron's --expert_tensor_parallel_size 1); the logged router logits are
   // gathered to whole rows, so every rank sees the batch's.
   TensorParallelComm* tp_comm = nullptr;
   Linear gate{nullptr};
+  // DeepSeek-V3's gate.e_score_correction_bias [E]: registered on the gate (a parameter that is never trained, for
+  // transformers' buffer of that name), undefined elsewhere.
+  at::Tensor score_correction_bias;
   MoeExperts experts{nullptr};
-  MLP shared_expert{nullptr};
-  Linear shared_expert_gate{nullptr};
+  MLP shared_expert{nullptr};  // "shared_expert" (Qwen2-MoE) or "shared_experts" (DeepSeek)
+  Linear shared_expert_gate{nullptr};  // Qwen2-MoE's; null when the shared expert is added ungated
 
  private:
-  int64_t top_k_;
-  bool norm_topk_prob_;
+  at::Tensor router_logits(const at::Tensor& x);
+  RoutingRule rule_;
 };
 TORCH_MODULE(SparseMoeBlock);
 
-// Every sparse layer's routing as the router computes it: softmax in fp32, the top k, renormalised when
-// `norm_topk_prob`. logits [N, E] -> (weights [N, k] float32, experts [N, k]).
+// The softmax routers' routing (Qwen-MoE, Mixtral): route_experts with softmax scores, the top k, renormalised when
+// `norm_topk_prob`.
 std::pair<at::Tensor, at::Tensor> route_top_k(const at::Tensor& logits, int64_t top_k, bool norm_topk_prob);
 
 // Gives every sparse layer of `model` the capacity (the training run's --moe_expert_capacity_factor).
@@ -108,8 +135,9 @@ at::Tensor dropped_choices(const std::vector<at::Tensor>& router_logits, int64_t
                            const ExpertCapacity& capacity, const at::Tensor& mask);
 
 // Makes every sparse layer of `model` append its router logits to `log` on each forward (transformers'
-// output_router_logits), in layer order; null stops it. The caller clears the log between forwards.
-void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log);
+// output_router_logits), in layer order, and the experts it chose to `choices` where given; null stops it. The
+// caller clears the logs between forwards.
+void record_router_logits(CausalLM& model, std::vector<at::Tensor>* log, std::vector<at::Tensor>* choices = nullptr);
 
 // Context parallelism: a count over tokens summed over the ranks holding shares of the same rows (the figures below
 // then use every rank's token counts, each rank's probabilities over its own tokens: a rank's loss is its part of the
@@ -131,11 +159,11 @@ at::Tensor load_balancing_loss(const std::vector<at::Tensor>& router_logits, int
 at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
                                         const SumOverRowShares& over_shares = {});
 
-// How unevenly one forward's tokens spread over the experts: for each sparse layer's router logits [N, E], the
-// busiest expert's share of the top-k choices times E (1: every expert equally busy; E: every token to one expert),
-// the pads (`mask` [B, T], 0) left out. Returns [the sum over the layers that saw a token, their count] (float64, on
-// the logits' device: computed without waiting for the device, as the other metrics).
-at::Tensor expert_load_max(const std::vector<at::Tensor>& router_logits, int64_t top_k, const at::Tensor& mask,
+// How unevenly one forward's tokens spread over the experts: for each sparse layer's choices [N, k] (expert ids of
+// num_experts), the busiest expert's share of the choices times E (1: every expert equally busy; E: every token to
+// one expert), the pads (`mask` [B, T], 0) left out. Returns [the sum over the layers that saw a token, their count]
+// (float64, on the choices' device: computed without waiting for the device, as the other metrics).
+at::Tensor expert_load_max(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask,
                            const SumOverRowShares& over_shares = {});
 
 }  // namespace swift::model

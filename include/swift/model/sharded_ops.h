@@ -12,7 +12,8 @@ namespace swift::model {
 
 // weight [V, C], ids [...] -> [..., C]. The weight is gathered for the lookup only: its gradient (a scatter of
 // the output's) needs none of its values.
-at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, ParamSharding& sharding);
+at::Tensor sharded_embedding(const at::Tensor& weight, const at::Tensor& ids, ParamSharding& sharding,
+                             int64_t padding_idx = -1);
 
 // x [..., in] -> x W^T + b [..., out], W [out, in], b [out] or undefined. With a graph the weight stays gathered
 // from the forward until its backward (the loss between them keeps the logits alive anyway) and is released
