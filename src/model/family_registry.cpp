@@ -200,6 +200,7 @@ void deepseek_common(const json& j, ModelConfig& c, std::vector<std::string>& pr
   m.shared_expert_gated = false;
   m.shared_expert_module = "shared_experts";
   m.routed_scaling_factor = number(j, "routed_scaling_factor", 1.0);
+  m.router_in_fp32 = true;
   m.aux_loss_in_forward = false;
   const int64_t dense = integer(j, "first_k_dense_replace", first_dense);
   if (m.num_experts <= 0) problems.push_back("n_routed_experts must be positive, got " + std::to_string(m.num_experts));

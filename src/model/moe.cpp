@@ -120,6 +120,7 @@ RoutingRule RoutingRule::of(const MoeConfig& m) {
   r.num_groups = m.num_groups;
   r.topk_groups = m.topk_groups;
   r.scaling = m.routed_scaling_factor;
+  r.in_fp32 = m.router_in_fp32;
   return r;
 }
 
@@ -181,7 +182,7 @@ at::Tensor expert_capacity_keep(const at::Tensor& weights, const at::Tensor& exp
 // DeepSeek's routers compute their logits in fp32 (the input and the weight cast up), the others in the model's dtype.
 // (ZeRO-3 gathers a layer's weights whole around the layer, so the gate's weight is here either way.)
 at::Tensor SparseMoeBlockImpl::router_logits(const at::Tensor& x) {
-  if (rule_.plain() || x.scalar_type() == at::kFloat) return gate(x);
+  if (!rule_.in_fp32 || x.scalar_type() == at::kFloat) return gate(x);
   return at::linear(x.to(at::kFloat), gate->weight.to(at::kFloat));
 }
 
@@ -206,7 +207,7 @@ at::Tensor SparseMoeBlockImpl::forward(const at::Tensor& input) {
   }
   const int64_t num_experts = logits.size(-1);
   const at::Tensor keep = capacity.drops() ? expert_capacity_keep(top, chosen, num_experts, capacity) : at::Tensor();
-  at::Tensor out = experts(x, chosen, rule_.plain() ? top.to(logits.scalar_type()) : top, keep);
+  at::Tensor out = experts(x, chosen, rule_.in_fp32 ? top : top.to(logits.scalar_type()), keep);
   if (shared_expert)
     out = out + (shared_expert_gate ? at::sigmoid(shared_expert_gate(x)) * shared_expert(x) : shared_expert(x));
   return out.reshape(input.sizes());

@@ -464,6 +464,7 @@ TEST(DeepseekConfig, LatentAttentionCachesTheCompressedFormAndCountsItsParameter
     EXPECT_EQ(config.latent_attention->q_lora_rank, family == "deepseek_v3" ? 24 : 0);
     EXPECT_EQ(config.moe.sparse_layers, (std::vector<bool>{false, true})) << "first_k_dense_replace 1";
     EXPECT_EQ(config.moe.scoring, family == "deepseek_v3" ? "sigmoid" : "softmax");
+    EXPECT_TRUE(config.moe.router_in_fp32) << "V2-Lite's greedy softmax router too, as transformers";
     EXPECT_EQ(config.moe.shared_expert_intermediate_size, family == "deepseek_v3" ? 16 : 32);
     auto m = test::random_model(test::tiny_config(family), 3);
     const model::KVCache cache = m->make_cache(2, 10);

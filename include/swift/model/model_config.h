@@ -69,6 +69,9 @@ struct MoeConfig {
   // the experts only; the weights stay the scores.
   bool score_correction_bias = false;
   double routed_scaling_factor = 1.0;  // the chosen weights' factor (DeepSeek)
+  // DeepSeek: the router's logits come from fp32 input and weight, and the chosen weights stay fp32 for the experts'
+  // outputs (the others: the model's dtype).
+  bool router_in_fp32 = false;
   int64_t shared_expert_intermediate_size = 0;  // 0: no shared expert
   // Qwen2-MoE's shared_expert is weighted by sigmoid(shared_expert_gate(x)); DeepSeek's shared_experts simply add.
   bool shared_expert_gated = true;

@@ -84,7 +84,9 @@ struct RoutingRule {
   std::string group_scoring;        // "" | max | top2_sum
   int64_t num_groups = 1, topk_groups = 1;
   double scaling = 1.0;  // routed_scaling_factor
+  bool in_fp32 = false;  // MoeConfig::router_in_fp32
   static RoutingRule of(const MoeConfig& moe);
+  // The softmax top-k (optionally renormalised) that Megatron's loss and drop policies know.
   bool plain() const { return scoring == "softmax" && group_scoring.empty() && scaling == 1.0; }
 };
 
