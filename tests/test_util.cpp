@@ -72,6 +72,11 @@ nlohmann::json tiny_config(const std::string& family) {
     j["rope_theta"] = 1e6;
     j["rope_local_base_freq"] = 1e4;
   }
+  if (family == "phi3") {  // fused qkv/gate_up; RoPE over 0.75 of each head (Phi-4-mini's share); a window everywhere
+    j["sliding_window"] = 6;
+    j["partial_rotary_factor"] = 0.75;
+    j["pad_token_id"] = 0;
+  }
   if (family == "mixtral") {  // 4 experts of intermediate_size, top 2, on every layer
     j["num_local_experts"] = 4;
     j["num_experts_per_tok"] = 2;

@@ -139,9 +139,13 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at
       softcap_(c.attn_logit_softcapping),
       sliding_rope_(sliding_window_ > 0 && c.sliding_rope.has_value()) {
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
-  q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
-  k_proj = register_module("k_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
-  v_proj = register_module("v_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
+  if (c.fused_projections) {
+    qkv_proj = register_module("qkv_proj", Linear(c.hidden_size, c.q_dim() + 2 * c.kv_dim(), qkv_bias, options));
+  } else {
+    q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
+    k_proj = register_module("k_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
+    v_proj = register_module("v_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
+  }
   o_proj = register_module("o_proj", Linear(c.q_dim(), c.hidden_size, c.attention_bias, options));
   if (c.qk_norm) {
     q_norm = register_module("q_norm", make_norm(c, c.head_dim, options));
@@ -173,12 +177,24 @@ at::Tensor column_split_input(const at::Tensor& x, const LinearImpl& first) {
 }  // namespace
 
 at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs& in) {
-  const at::Tensor x = column_split_input(input, *q_proj);
+  // Under sequence parallelism the input arrives cut along the sequence; x holds whole rows.
+  const at::Tensor x = qkv_proj ? input : column_split_input(input, *q_proj);
   const int64_t B = x.size(0), T = x.size(1);
-  auto q = q_proj(x).view({B, T, num_heads_, head_dim_});
   const int64_t projected = projected_kv_heads_ > 0 ? projected_kv_heads_ : num_kv_heads_;
-  auto k = k_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
-  auto v = v_proj(x).view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
+  at::Tensor q, k, v;
+  if (qkv_proj) {  // Phi-3: the query rows, then the keys', then the values' (never split for tensor parallelism)
+    const auto parts = qkv_proj(x).split_with_sizes({num_heads_ * head_dim_, projected * head_dim_, projected * head_dim_}, -1);
+    q = parts[0];
+    k = parts[1];
+    v = parts[2];
+  } else {
+    q = q_proj(x);
+    k = k_proj(x);
+    v = v_proj(x);
+  }
+  q = q.view({B, T, num_heads_, head_dim_});
+  k = k.view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
+  v = v.view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
   if (q_norm) {  // Qwen3 and Gemma 3 normalise each head before RoPE
     q = q_norm(q);
     k = k_norm(k);
@@ -213,15 +229,27 @@ MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) : MLPIm
 
 MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& options)
     : gelu_tanh_(c.hidden_act == "gelu_pytorch_tanh") {
-  gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
-  up_proj = register_module("up_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+  if (c.fused_projections) {
+    gate_up_proj = register_module("gate_up_proj", Linear(c.hidden_size, 2 * width, c.mlp_bias, options));
+  } else {
+    gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+    up_proj = register_module("up_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+  }
   down_proj = register_module("down_proj", Linear(width, c.hidden_size, c.mlp_bias, options));
 }
 
 at::Tensor MLPImpl::forward(const at::Tensor& input) {
-  const at::Tensor x = column_split_input(input, *gate_proj);
-  const at::Tensor gate = gate_proj(x);
-  return down_proj((gelu_tanh_ ? at::gelu(gate, "tanh") : at::silu(gate)) * up_proj(x));
+  at::Tensor gate, up;
+  if (gate_up_proj) {  // Phi-3: the gate's rows, then up's
+    const auto halves = gate_up_proj(input).chunk(2, -1);
+    gate = halves[0];
+    up = halves[1];
+  } else {
+    const at::Tensor x = column_split_input(input, *gate_proj);
+    gate = gate_proj(x);
+    up = up_proj(x);
+  }
+  return down_proj((gelu_tanh_ ? at::gelu(gate, "tanh") : at::silu(gate)) * up);
 }
 
 DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, const at::TensorOptions& options) {
@@ -417,6 +445,17 @@ at::Tensor CausalLMImpl::forward_hidden(const ForwardArgs& args) {
     position_ids = args.attention_mask.defined()
                        ? position_ids_from_mask(args.attention_mask.to(ids.device()), T)
                        : at::arange(past, S, ids.options().dtype(at::kLong)).unsqueeze(0).expand({B, T});
+  }
+
+  if (args.cache && rope_.depends_on_length()) {
+    // longrope: keys rotated with the short factors are stale once a sequence runs past the original length
+    // (transformers' Phi-3 recomputes its cache then; Generator does the same).
+    const bool long_rope = rope_.long_regime(position_ids.max().item<int64_t>() + 1);
+    SWIFT_CHECK(past == 0 || long_rope == args.cache->long_rope, UsageError,
+                "the KV cache holds keys rotated for " + std::string(args.cache->long_rope ? "long" : "short") +
+                    " sequences, but this forward reaches position " + std::to_string(position_ids.max().item<int64_t>()),
+                "recompute the cache from every token so far once a sequence passes original_max_position_embeddings");
+    args.cache->long_rope = long_rope;
   }
 
   AttentionInputs in;

@@ -261,6 +261,42 @@ void apply_deepseek_v3(const json& j, ModelConfig& c, std::vector<std::string>& 
   routing_groups(j, m, problems, 8, 4, 2);
 }
 
+// Phi-3, Phi-3.5 and Phi-4 (mini): Llama's computation with fused qkv_proj and gate_up_proj, a sliding window on every
+// layer when sliding_window is set, longrope ("su" in the first files) with the pretraining length at the top level
+// (original_max_position_embeddings, 4096 when absent), and RoPE over partial_rotary_factor of each head (Phi-4-mini).
+void apply_phi3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-5, 4096);
+  c.fused_projections = true;
+  explicit_head_dim(j, c, c.head_dim);
+  if (flag(j, "attention_bias", false) || flag(j, "mlp_bias", false))
+    problems.push_back("attention_bias / mlp_bias true are not supported: Phi-3's projections have no bias");
+  for (const char* dropout : {"resid_pdrop", "attention_dropout"})
+    if (number(j, dropout, 0.0) != 0.0)
+      problems.push_back(std::string(dropout) + " " + j.at(dropout).dump() +
+                         " is not supported (swift trains without dropout; set it to 0.0, as Phi-3's released configs do)");
+  // Phi3Config turns a "yarn" type into longrope, and always keeps its own original_max_position_embeddings.
+  if (c.rope.type == "yarn" && !c.rope.short_factor.empty()) c.rope.type = "longrope";
+  if (c.rope.type != "default" && c.rope.type != "longrope")
+    problems.push_back("rope scaling \"" + c.rope.type + "\" is not supported by Phi-3 (default, longrope)");
+  c.rope.original_max_position_embeddings = integer(j, "original_max_position_embeddings", 4096);
+  const json* rope = j.contains("rope_parameters") && j.at("rope_parameters").is_object() ? &j.at("rope_parameters")
+                     : j.contains("rope_scaling") && j.at("rope_scaling").is_object() ? &j.at("rope_scaling")
+                                                                                     : nullptr;
+  c.rope.partial_rotary_factor = number(rope ? *rope : j, "partial_rotary_factor", number(j, "partial_rotary_factor", 1.0));
+  if (c.rope.type == "longrope" && !(rope && rope->contains("factor") && rope->at("factor").is_number()))
+    c.rope.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(c.rope.original_max_position_embeddings);
+  const int64_t rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rope.partial_rotary_factor);
+  if (!(c.rope.partial_rotary_factor > 0 && c.rope.partial_rotary_factor <= 1) || rotary % 2 != 0 || rotary == 0)
+    problems.push_back("partial_rotary_factor " + json(c.rope.partial_rotary_factor).dump() + " must rotate an even number of " +
+                       "each head's " + std::to_string(c.head_dim) + " dimensions");
+  // transformers builds a sliding-window mask for every layer when sliding_window is set.
+  if (j.contains("sliding_window") && !j.at("sliding_window").is_null()) {
+    const int64_t window = integer(j, "sliding_window", 0);
+    if (window <= 0) problems.push_back("sliding_window must be a positive integer or null, got " + j.at("sliding_window").dump());
+    c.layer_sliding_window.assign(static_cast<size_t>(c.num_hidden_layers), std::max<int64_t>(window, 0));
+  }
+}
+
 // Gemma: Llama's layout with (1 + w) norms, embeddings scaled by sqrt(hidden_size) and tied by default, 256-wide heads
 // and a tanh-approximated GELU.
 void gemma_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t max_position_embeddings,
@@ -363,6 +399,8 @@ const std::vector<ModelFamily>& model_families() {
       {"gemma", {"GemmaForCausalLM"}, "gemma", apply_gemma},
       {"gemma2", {"Gemma2ForCausalLM"}, "gemma", apply_gemma2},  // ms-swift's template for Gemma 2: gemma
       {"gemma3_text", {"Gemma3ForCausalLM"}, "gemma3_text", apply_gemma3_text, "Gemma3TextForSequenceClassification"},
+      // ms-swift's templates: phi3 for Phi-3/3.5/4-mini, phi4 for Phi-4 (14B, a ChatML-like tokenizer)
+      {"phi3", {"Phi3ForCausalLM"}, "phi3", apply_phi3, "", "<|im_sep|>", "phi4"},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
       {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama

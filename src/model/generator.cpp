@@ -78,7 +78,12 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   }
   ids = ids.to(device);
   mask = mask.to(device);
-  KVCache cache = model_->make_cache(static_cast<int64_t>(n), P + std::max<int64_t>(params.max_new_tokens, 1));
+  const int64_t capacity = P + std::max<int64_t>(params.max_new_tokens, 1);
+  const bool longrope = model_->config().rope.type == "longrope";
+  KVCache cache = model_->make_cache(static_cast<int64_t>(n), capacity);
+  // Every column so far (prompt, then the chosen tokens), to recompute the cache when longrope changes regime.
+  auto all_ids = at::zeros({static_cast<int64_t>(n), capacity}, ids.options());
+  all_ids.narrow(1, 0, P).copy_(ids);
   at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(params.seed);
 
   std::vector<size_t> active(n);  // batch row -> result index
@@ -88,6 +93,16 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   int64_t length = P;
 
   for (int64_t step = 0; step < params.max_new_tokens && !active.empty(); ++step) {
+    if (longrope && cache.length > 0) {
+      // longrope (Phi-3) past original_max_position_embeddings: every key is rotated anew with the long factors,
+      // as transformers' Phi-3 drops its cache there. (A batch rotates by its furthest row: once that row finishes,
+      // the others go back to the short factors, as each would alone.)
+      const int64_t furthest = mask.narrow(1, 0, length).sum(1).max().item<int64_t>();  // this step's seq_len
+      if (model_->long_rope(furthest) != cache.long_rope) {
+        cache.length = 0;  // refilled in place from every column so far
+        step_ids = all_ids.narrow(1, 0, length);
+      }
+    }
     ForwardArgs args;
     args.input_ids = step_ids;
     args.attention_mask = mask.narrow(1, 0, length);
@@ -141,9 +156,11 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
       auto rows = at::tensor(keep, at::kLong).to(device);
       cache.select_rows(rows);
       mask = mask.index_select(0, rows);
+      all_ids = all_ids.index_select(0, rows);
       chosen = chosen.index_select(0, rows);
     }
     mask.select(1, length - 1).fill_(1);
+    all_ids.select(1, length - 1).copy_(chosen);
     step_ids = chosen.view({-1, 1});
   }
   for (auto& r : results)

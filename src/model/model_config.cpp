@@ -42,6 +42,20 @@ struct FieldReader {
     }
     return o.at(key).get<double>();
   }
+  std::vector<double> numbers(const std::string& key, const json& o) {
+    std::vector<double> out;
+    if (!present(o, key)) return out;
+    if (!o.at(key).is_array()) problems.push_back("\"" + key + "\" must be a list of numbers, got " + o.at(key).dump());
+    else
+      for (const auto& v : o.at(key)) {
+        if (!v.is_number()) {
+          problems.push_back("\"" + key + "\" must be a list of numbers, got " + o.at(key).dump());
+          return {};
+        }
+        out.push_back(v.get<double>());
+      }
+    return out;
+  }
   std::optional<double> optional_number(const std::string& key, const json& o) {
     if (!present(o, key)) return std::nullopt;
     return number(key, 0.0, &o);
@@ -77,14 +91,18 @@ RopeConfig parse_rope_object(FieldReader& r, const json* scaling, double theta, 
   if (r.present(s, "rope_theta")) rope.theta = r.number("rope_theta", rope.theta, &s);
   if (r.present(s, "rope_type") && s.at("rope_type").is_string()) rope.type = s.at("rope_type").get<std::string>();
   else if (r.present(s, "type") && s.at("type").is_string()) rope.type = s.at("type").get<std::string>();
+  if (rope.type == "su") rope.type = "longrope";  // Phi-3's first files' name for it
   if (rope.type != "default" && rope.type != "linear" && rope.type != "dynamic" && rope.type != "llama3" &&
-      rope.type != "yarn") {
+      rope.type != "yarn" && rope.type != "longrope") {
     r.problems.push_back("rope scaling type \"" + rope.type + "\" is not supported (supported: default, linear, "
-                         "dynamic, llama3, yarn)");
+                         "dynamic, llama3, yarn, longrope)");
     return rope;
   }
+  rope.short_factor = r.numbers("short_factor", s);
+  rope.long_factor = r.numbers("long_factor", s);
   if (rope.type != "default") {
-    if (!r.present(s, "factor") && rope.type != "yarn") r.problems.push_back("rope scaling needs \"factor\"");
+    if (!r.present(s, "factor") && rope.type != "yarn" && rope.type != "longrope")
+      r.problems.push_back("rope scaling needs \"factor\"");
     rope.factor = r.number("factor", 1.0, &s);
   }
   rope.low_freq_factor = r.number("low_freq_factor", 1.0, &s);
@@ -96,7 +114,7 @@ RopeConfig parse_rope_object(FieldReader& r, const json* scaling, double theta, 
     rope.original_max_position_embeddings = r.integer("original_max_position_embeddings", 0, &s);
   else
     rope.original_max_position_embeddings = max_position_embeddings;
-  if (rope.type == "yarn" && !r.present(s, "factor"))
+  if ((rope.type == "yarn" || rope.type == "longrope") && !r.present(s, "factor"))
     rope.factor = static_cast<double>(max_position_embeddings) / rope.original_max_position_embeddings;
   rope.attention_factor = r.optional_number("attention_factor", s);
   if (r.present(s, "beta_fast")) rope.beta_fast = r.number("beta_fast", 32.0, &s);
@@ -116,6 +134,27 @@ RopeConfig parse_rope(FieldReader& r, int64_t max_position_embeddings) {
   if (r.present(j, "rope_parameters")) scaling = &j.at("rope_parameters");
   else if (r.present(j, "rope_scaling")) scaling = &j.at("rope_scaling");
   return parse_rope_object(r, scaling, r.number("rope_theta", 10000.0), max_position_embeddings);
+}
+
+// longrope's lists (one positive factor per rotated frequency) and lengths, for any family that names it.
+void check_longrope(const ModelConfig& c, std::vector<std::string>& problems) {
+  const RopeConfig& rope = c.rope;
+  const int64_t rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * rope.partial_rotary_factor);
+  for (auto [name, factors] : {std::pair{"short_factor", &rope.short_factor}, {"long_factor", &rope.long_factor}}) {
+    if (static_cast<int64_t>(factors->size()) != rotary / 2)
+      problems.push_back(std::string("longrope scaling's ") + name + " has " + std::to_string(factors->size()) +
+                         " entries; it needs one per rotated frequency (" + std::to_string(rotary / 2) + ")");
+    for (double f : *factors)
+      if (!(std::isfinite(f) && f > 0)) {
+        problems.push_back(std::string("longrope scaling's ") + name + " must hold positive numbers, got " + json(f).dump());
+        break;
+      }
+  }
+  if (rope.original_max_position_embeddings < 2)  // ln(original) divides the default attention factor
+    problems.push_back("longrope needs original_max_position_embeddings >= 2, got " +
+                       std::to_string(rope.original_max_position_embeddings));
+  if (rope.attention_factor && !(std::isfinite(*rope.attention_factor) && *rope.attention_factor > 0))
+    problems.push_back("longrope's attention_factor must be a positive number, got " + json(*rope.attention_factor).dump());
 }
 
 }  // namespace
@@ -203,6 +242,7 @@ ModelConfig parse_model_config(const json& j, const std::string& source) {
   for (auto [name, cap] : {std::pair{"attn_logit_softcapping", c.attn_logit_softcapping},
                            {"final_logit_softcapping", c.final_logit_softcapping}})
     if (cap != 0) positive(name, cap);
+  if (c.rope.type == "longrope") check_longrope(c, problems);
   positive("rms_norm_eps", c.rms_norm_eps);
   if (!(std::isfinite(c.initializer_range) && c.initializer_range >= 0))
     problems.push_back("\"initializer_range\" must be a number >= 0, got " + json(c.initializer_range).dump());

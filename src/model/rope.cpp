@@ -47,6 +47,19 @@ std::pair<at::Tensor, double> yarn_inv_freq(const RopeConfig& r, int64_t dim) {
   return {inv, attention_factor};
 }
 
+// LongRoPE (Phi-3): each frequency divided by its factor, the short ones within the original length, the long ones
+// beyond; cos/sin scaled by the attention factor.
+std::pair<at::Tensor, double> longrope_inv_freq(const RopeConfig& r, int64_t dim, bool long_regime) {
+  const double orig = static_cast<double>(r.original_max_position_embeddings);
+  double attention_factor = 1.0;
+  if (r.attention_factor) attention_factor = *r.attention_factor;
+  else if (r.factor > 1.0) attention_factor = std::sqrt(1 + std::log(r.factor) / std::log(orig));
+  const auto& factors = long_regime ? r.long_factor : r.short_factor;
+  auto ext = at::tensor(std::vector<float>(factors.begin(), factors.end()), at::kFloat);
+  auto exponents = at::arange(0, dim, 2, at::kLong).to(at::kFloat) / static_cast<double>(dim);
+  return {1.0 / (ext * at::pow(r.theta, exponents)), attention_factor};
+}
+
 at::Tensor llama3_inv_freq(const RopeConfig& r, int64_t dim) {
   auto inv = default_inv_freq(r.theta, dim);
   const double old_context = static_cast<double>(r.original_max_position_embeddings);
@@ -67,8 +80,13 @@ RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
     : RotaryEmbedding(config.rope, config.head_dim, config.max_position_embeddings) {}
 
 RotaryEmbedding::RotaryEmbedding(const RopeConfig& rope, int64_t head_dim, int64_t max_position_embeddings)
-    : rope_(rope), dim_(head_dim), max_position_embeddings_(max_position_embeddings) {
-  if (rope_.type == "linear") {
+    : rope_(rope),
+      // transformers: int(head_dim * partial_rotary_factor), truncated
+      dim_(static_cast<int64_t>(static_cast<double>(head_dim) * rope.partial_rotary_factor)),
+      max_position_embeddings_(max_position_embeddings) {
+  if (rope_.type == "longrope") {
+    std::tie(base_inv_freq_, attention_factor_) = longrope_inv_freq(rope_, dim_, /*long_regime=*/false);
+  } else if (rope_.type == "linear") {
     base_inv_freq_ = default_inv_freq(rope_.theta, dim_) / rope_.factor;
   } else if (rope_.type == "llama3") {
     base_inv_freq_ = llama3_inv_freq(rope_, dim_);
@@ -86,12 +104,17 @@ std::pair<at::Tensor, double> RotaryEmbedding::inv_freq(int64_t seq_len) const {
     const double base = rope_.theta * std::pow(factor * seq_len / max_position_embeddings_ - (factor - 1), d / (d - 2));
     return {default_inv_freq(base, dim_), 1.0};
   }
+  if (long_regime(seq_len)) return longrope_inv_freq(rope_, dim_, /*long_regime=*/true);
   return {base_inv_freq_, attention_factor_};
+}
+
+bool RotaryEmbedding::long_regime(int64_t seq_len) const {
+  return rope_.type == "longrope" && seq_len > rope_.original_max_position_embeddings;
 }
 
 std::pair<at::Tensor, at::Tensor> RotaryEmbedding::cos_sin(const at::Tensor& position_ids, c10::ScalarType dtype) const {
   int64_t seq_len = 0;
-  if (rope_.type == "dynamic") seq_len = position_ids.max().item<int64_t>() + 1;
+  if (depends_on_length()) seq_len = position_ids.max().item<int64_t>() + 1;
   auto [inv, scale] = inv_freq(seq_len);
   inv = inv.to(position_ids.device());
   // freqs: [B, T, D/2] in fp32, duplicated to [B, T, D] (rotate_half convention).
@@ -114,8 +137,15 @@ at::Tensor rotate_half(const at::Tensor& x) {
 
 std::pair<at::Tensor, at::Tensor> apply_rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
                                                const at::Tensor& sin) {
-  auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);  // [B, 1, T, D]
-  return {q * c + rotate_half(q) * s, k * c + rotate_half(k) * s};
+  auto c = cos.unsqueeze(1), s = sin.unsqueeze(1);  // [B, 1, T, R]
+  const int64_t rotary = cos.size(-1);
+  if (rotary == q.size(-1)) return {q * c + rotate_half(q) * s, k * c + rotate_half(k) * s};
+  // Partial rotary (Phi-4-mini): the first R dimensions rotate, the rest pass through.
+  auto rotate = [&](const at::Tensor& x) {
+    const at::Tensor r = x.narrow(-1, 0, rotary);
+    return at::cat({r * c + rotate_half(r) * s, x.narrow(-1, rotary, x.size(-1) - rotary)}, -1);
+  };
+  return {rotate(q), rotate(k)};
 }
 
 }  // namespace swift::model

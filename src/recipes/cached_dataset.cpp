@@ -43,7 +43,9 @@ int export_cached_dataset(const cli::Flags& flags) {
   const auto config = model::load_model_config(model_dir);
   const auto tok = with_context("loading the tokenizer of " + model_dir.string(), [&] { return tokenizer::Tokenizer::load(model_dir); });
   const auto* family = model::find_model_family(config.model_type, {});
-  const auto chat = data::training_template(options, *tok, model_dir, family ? family->default_template : "", config.model_type);
+  const auto has_token = [&](const std::string& t) { return tok->token_to_id(t).has_value(); };
+  const auto chat = data::training_template(options, *tok, model_dir, family ? family->template_for(has_token) : "",
+                                            config.model_type);
   const int64_t max_length = options.max_length_for(config.max_position_embeddings);
 
   const data::TrainRows rows = data::load_train_rows(options);

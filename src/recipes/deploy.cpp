@@ -64,6 +64,8 @@ int64_t default_max_model_len(const model::ModelConfig& c) {
                                                                        : c.max_position_embeddings;
     return static_cast<int64_t>(static_cast<double>(original) * rope.factor);
   }
+  // longrope: continuous batching cannot yet recompute one row's cache when it passes the original length.
+  if (rope.type == "longrope") return std::min(c.max_position_embeddings, rope.original_max_position_embeddings);
   return c.max_position_embeddings;
 }
 
@@ -172,7 +174,15 @@ int run_deploy(const std::vector<std::string>& args) {
     auto dir = fs::path(o.model.model_given.empty() ? m.model_dir : o.model.model_given);
     options.model_id = (dir.has_filename() ? dir.filename() : dir.parent_path().filename()).string();
   }
+  const auto& rope = m.model->config().rope;
+  SWIFT_CHECK(rope.type != "longrope" || o.max_model_len <= rope.original_max_position_embeddings, UsageError,
+              "--max_model_len " + std::to_string(o.max_model_len) + ": swift deploy serves longrope models (Phi-3 128k) "
+              "up to original_max_position_embeddings (" + std::to_string(rope.original_max_position_embeddings) +
+              ") tokens per request for now",
+              "lower --max_model_len, or use swift infer, which recomputes the cache at that length as transformers does");
   options.max_model_len = o.max_model_len > 0 ? o.max_model_len : default_max_model_len(m.model->config());
+  if (rope.type == "longrope" && o.max_model_len == 0)
+    log_info("deploy: longrope model served up to ", options.max_model_len, " tokens per request (its original length)");
   options.vocab_size = m.model->config().vocab_size;
   options.defaults = serve::sampling_defaults(o.generation, m, o.seed);
   options.stop_words = o.generation.stop_words;

@@ -164,7 +164,8 @@ InferenceModel load_inference_model(const InferenceOptions& o) {
     const auto* family = model::find_model_family(m.model->config().model_type, {});
     std::vector<fs::path> checkpoint_dirs(o.checkpoint_dirs.begin(), o.checkpoint_dirs.end());
     checkpoint_dirs.push_back(m.model_dir);
-    const auto choice = templates::choose_template(o.template_name, checkpoint_dirs, family ? family->default_template : "",
+    const auto has_token = [&](const std::string& t) { return m.tokenizer->token_to_id(t).has_value(); };
+    const auto choice = templates::choose_template(o.template_name, checkpoint_dirs, family ? family->template_for(has_token) : "",
                                                    "the default for model_type " + m.model->config().model_type);
     m.chat = std::make_unique<templates::Template>(templates::find_template_meta(choice.name), *m.tokenizer, options);
     if (auto missing = m.chat->missing_token()) {

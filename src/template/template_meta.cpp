@@ -1,4 +1,4 @@
-// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek}.py, ms-swift
+// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek,microsoft}.py, ms-swift
 // 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is Mistral-7B-Instruct's [INST]
 // format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
 #include "swift/template/template_meta.h"
@@ -167,6 +167,34 @@ TemplateMeta deepseek_r1() {
   return m;
 }
 
+// Phi-3, Phi-3.5 and Phi-4-mini: <|user|> / <|assistant|> / <|system|> turns closed by <|end|>, each on its own line.
+TemplateMeta phi3() {
+  TemplateMeta m;
+  m.name = "phi3";
+  m.description = "Phi-3 / Phi-3.5 / Phi-4-mini (<|user|>\n...<|end|>\n<|assistant|>\n), no default system prompt";
+  m.system_prefix = {"<|system|>\n{{SYSTEM}}<|end|>\n"};
+  m.prompt = {"<|user|>\n{{QUERY}}<|end|>\n<|assistant|>\n"};
+  m.chat_sep = {"<|end|>\n"};
+  m.suffix = {"<|end|>"};
+  m.auto_add_bos = true;
+  m.required_tokens = {"<|user|>", "<|assistant|>", "<|end|>"};
+  return m;
+}
+
+// Phi-4 (14B): ChatML's turns with <|im_sep|> after the role and no newlines.
+TemplateMeta phi4() {
+  TemplateMeta m;
+  m.name = "phi4";
+  m.description = "Phi-4 (<|im_start|>user<|im_sep|>...<|im_end|>), no default system prompt";
+  m.system_prefix = {"<|im_start|>system<|im_sep|>{{SYSTEM}}<|im_end|>"};
+  m.prompt = {"<|im_start|>user<|im_sep|>{{QUERY}}<|im_end|><|im_start|>assistant<|im_sep|>"};
+  m.chat_sep = {"<|im_end|>"};
+  m.suffix = {"<|im_end|>"};
+  m.auto_add_bos = true;
+  m.required_tokens = {"<|im_start|>", "<|im_sep|>", "<|im_end|>"};
+  return m;
+}
+
 TemplateMeta default_template() {
   TemplateMeta m;
   m.name = "default";
@@ -206,6 +234,8 @@ std::map<std::string, TemplateMeta, std::less<>> build_registry() {
   all.push_back(deepseek());
   all.push_back(deepseek_v2_5());
   all.push_back(deepseek_r1());
+  all.push_back(phi3());
+  all.push_back(phi4());
   all.push_back(default_template());
   std::map<std::string, TemplateMeta, std::less<>> registry;
   for (auto& m : all) registry.emplace(m.name, std::move(m));

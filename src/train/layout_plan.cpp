@@ -44,8 +44,10 @@ double layer_expert_parameters(const model::ModelConfig& c) {
 double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
   const double h = static_cast<double>(c.hidden_size);
   const double q = static_cast<double>(c.q_dim()), kv = static_cast<double>(c.kv_dim());
-  auto mlp = [h](double width) { return 2 * (h + width) + (width + h); };
+  const bool fused = c.fused_projections;  // Phi-3: one LoRA on gate_up_proj (and on qkv_proj)
+  auto mlp = [h, fused](double width) { return (fused ? h + 2 * width : 2 * (h + width)) + (width + h); };
   double attention = (h + q) + 2 * (h + kv) + (q + h);
+  if (fused) attention = (h + q + 2 * kv) + (q + h);
   if (const auto& a = c.latent_attention) {  // DeepSeek's MLA: each projection's LoRA, in + out wide
     const double heads = static_cast<double>(c.num_attention_heads), qr = static_cast<double>(a->q_lora_rank);
     const double kr = static_cast<double>(a->kv_lora_rank), query = heads * static_cast<double>(a->qk_head_dim());
@@ -146,7 +148,9 @@ std::vector<LayoutOption> layout_options(const LayoutPlanInputs& in) {
     if (in.gpus_per_node % tp || !model::tensor_parallel_problem(in.config, tp).empty()) continue;
     // Context parallelism has no attention soft-capping (Gemma 2): no cp above 1 there.
     // Context parallelism has neither Gemma 2's soft-capped scores nor DeepSeek's latent attention.
-    const int max_cp = in.config.attn_logit_softcapping > 0 || in.config.latent_attention ? 1 : in.gpus;
+    // Nor longrope (Phi-3), whose factors each rank would choose from its own positions.
+    const int max_cp =
+        in.config.attn_logit_softcapping > 0 || in.config.latent_attention || in.config.rope.type == "longrope" ? 1 : in.gpus;
     for (int cp = 1; tp * cp <= in.gpus && 2 * cp <= in.row_tokens && cp <= max_cp; cp *= 2) {
       for (int pp = 1; tp * cp * pp <= in.gpus && pp <= in.config.num_hidden_layers; ++pp) {
         if (in.gpus % (tp * cp * pp)) continue;

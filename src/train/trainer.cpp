@@ -182,6 +182,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
                 "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
                     ": context parallelism does not soft-cap attention scores (config.json's attn_logit_softcapping) yet",
                 "train without --cp_size / --sequence_parallel_size (tensor and pipeline parallelism work)");
+    // Each rank would choose longrope's factors from its own share of the positions.
+    SWIFT_CHECK(config.rope.type != "longrope" || options.parallel.cp_size == 1, UsageError,
+                "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
+                    ": context parallelism does not run longrope (Phi-3's long-context RoPE) yet",
+                "train without --cp_size / --sequence_parallel_size (pipeline and data parallelism, ZeRO work)");
     SWIFT_CHECK(!config.latent_attention || options.parallel.cp_size == 1, UsageError,
                 "--cp_size " + std::to_string(options.parallel.cp_size) + " on " + config.model_type +
                     ": context parallelism does not run latent attention (DeepSeek's MLA) yet",

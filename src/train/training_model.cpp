@@ -76,7 +76,8 @@ TrainingModel build_training_model(const TrainingOptions& options, const Trainin
   m.tokenizer = with_context("loading the tokenizer of " + mo.dir.string(), [&] { return tokenizer::Tokenizer::load(mo.dir); });
   const auto& config = m.model->config();
   const auto* family = model::find_model_family(config.model_type, {});
-  auto chat = data::training_template(options.data, *m.tokenizer, mo.dir, family ? family->default_template : "",
+  const auto has_token = [&](const std::string& t) { return m.tokenizer->token_to_id(t).has_value(); };
+  auto chat = data::training_template(options.data, *m.tokenizer, mo.dir, family ? family->template_for(has_token) : "",
                                       config.model_type);
   m.template_name = chat.name;
   m.chat = std::move(chat.chat);

@@ -2,7 +2,7 @@
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
 # "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
-# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2, Gemma 3, DeepSeek-V3 and DeepSeek-V2 models.
+# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2, Gemma 3, DeepSeek-V3, DeepSeek-V2 and Phi-3 models.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -114,6 +114,36 @@ both deepseek_v3
 both deepseek_v3_router_coef --router_aux_loss_coef 0.05
 common[2]="$TMP/deepseek_v2"; common[4]=deepseek_v2; common[6]=deepseek
 both deepseek_v2
+# Phi-3 (tests/e2e/make_phi3_config.py: fused qkv_proj/gate_up_proj; phi3 with longrope whose pretraining length 16 the
+# rows pass, over 0.75 of each head, tied; phi4 on Phi-4's tokenizer and template): full training.
+for fam in phi3 phi4; do
+  "$PY" "$ROOT/tests/e2e/make_phi3_config.py" "$fam" "$TMP/${fam}_config" || bad "make_phi3_config $fam"
+  run "export_$fam" 0 "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 7 --output_dir "$TMP/$fam"
+done
+common[2]="$TMP/phi3"; common[4]=phi3; common[6]=phi3
+both phi3
+# LoRA on all linear layers: the random A matrices differ between the tools, so the adapters are compared by their
+# tensors' names and shapes (the fused layers under PEFT's names), and step 1's loss (B starts at zero).
+lora=(--tuner_type lora --lora_rank 4 --lora_alpha 8 --target_modules all-linear --lora_dropout 0 --max_steps 1)
+CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
+  run phi3_lora_ms_swift 0 "$MS_SWIFT" sft "${common[@]:1}" --output_dir "$TMP/ms_phi3_lora" "${lora[@]}"
+OMP_NUM_THREADS=1 run phi3_lora_swift 0 "$SWIFT" "${common[@]}" --output_dir "$TMP/sw_phi3_lora" "${lora[@]}"
+"$PY" - "$TMP/ms_phi3_lora" "$TMP/sw_phi3_lora" <<'P' && ok || bad "phi3_lora: swift's adapter or loss differs from ms-swift's"
+import glob, json, sys
+from safetensors import safe_open
+def adapter(d):
+    with safe_open(glob.glob(d + "/v*/checkpoint-*/adapter_model.safetensors")[0], "pt") as f:
+        return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+def loss(d):
+    return [r for r in map(json.loads, open(glob.glob(d + "/v*/logging.jsonl")[0])) if "loss" in r][0]["loss"]
+ms, sw = adapter(sys.argv[1]), adapter(sys.argv[2])
+assert ms == sw, (sorted(set(ms.items()) ^ set(sw.items())))
+assert any("qkv_proj" in k for k in ms) and any("gate_up_proj" in k for k in ms), sorted(ms)
+assert abs(loss(sys.argv[1]) - loss(sys.argv[2])) <= 1e-4 * abs(loss(sys.argv[1])), (loss(sys.argv[1]), loss(sys.argv[2]))
+print(f"phi3_lora: {len(ms)} adapter tensors with the same names and shapes; step 1 loss {loss(sys.argv[2]):.6f}")
+P
+common[2]="$TMP/phi4"; common[4]=phi4; common[6]=phi4
+both phi4
 common=("${dense[@]}")
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's

@@ -12,6 +12,8 @@
 #include "swift/io/safetensors.h"
 #include "swift/io/safetensors_folder.h"
 #include "swift/model/checkpoint.h"
+#include "swift/model/family_registry.h"
+#include "swift/model/generator.h"
 #include "swift/model/init_weights.h"
 #include "swift/model/model_config.h"
 #include "swift/model/param_sharding.h"
@@ -113,7 +115,7 @@ TEST_P(FamilyTest, Bf16CloseToFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
-                                           "deepseek_v2", "deepseek_v3"));
+                                           "phi3", "deepseek_v2", "deepseek_v3"));
 
 TEST(Checkpoint, ShardedSaveLoadsBack) {
   torch::NoGradGuard no_grad;
@@ -291,7 +293,7 @@ TEST(ModelConfig, ReportsEveryProblemAndUnsupportedTypes) {
   auto j = test::tiny_config("llama");
   j.erase("hidden_size");
   j["num_key_value_heads"] = 3;
-  j["rope_scaling"] = {{"rope_type", "su"}};
+  j["rope_scaling"] = {{"rope_type", "mrope"}};
   try {
     model::parse_model_config(j, "x/config.json");
     FAIL();
@@ -299,7 +301,7 @@ TEST(ModelConfig, ReportsEveryProblemAndUnsupportedTypes) {
     const std::string msg = e.what();
     EXPECT_NE(msg.find("missing \"hidden_size\""), std::string::npos) << msg;
     EXPECT_NE(msg.find("multiple of num_key_value_heads"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("\"su\" is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("\"mrope\" is not supported"), std::string::npos) << msg;
   }
   j = test::tiny_config("llama");
   j["model_type"] = "gpt2";
@@ -538,4 +540,179 @@ TEST(DeepseekConfig, MultiTokenPredictionLayersAreSkippedOnLoad) {
       EXPECT_THROW(model::load_model(dir, model::LoadOptions{}), DataError);
     }
   }
+}
+
+namespace {
+// Phi-3 128k's shape, tiny: longrope over 6 frequencies with the pretraining length 8.
+nlohmann::json phi3_longrope_config() {
+  auto j = test::tiny_config("phi3");
+  j.erase("partial_rotary_factor");
+  j["head_dim"] = 12;
+  j["original_max_position_embeddings"] = 8;
+  j["rope_scaling"] = {{"type", "su"},
+                       {"short_factor", {1.0, 1.1, 1.2, 1.5, 2.0, 3.0}},
+                       {"long_factor", {1.0, 2.0, 4.0, 8.0, 16.0, 32.0}}};
+  return j;
+}
+}  // namespace
+
+// Phi-3's config.json: fused projections kept under their own names, longrope ("su" in the first files) with its
+// defaults (the factor from the lengths, the original length at the top level), and what swift cannot run.
+TEST(Phi3Config, FusedProjectionsLongropeAndItsChecks) {
+  auto c = model::parse_model_config(test::tiny_config("phi3"), "phi3");
+  EXPECT_TRUE(c.fused_projections);
+  EXPECT_DOUBLE_EQ(c.rope.partial_rotary_factor, 0.75);
+  EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{6, 6}));
+  auto m = test::random_model(test::tiny_config("phi3"), 5);
+  const auto params = m->named_parameters();
+  EXPECT_TRUE(params.contains("model.layers.0.self_attn.qkv_proj.weight"));
+  EXPECT_TRUE(params.contains("model.layers.1.mlp.gate_up_proj.weight"));
+  EXPECT_FALSE(params.contains("model.layers.0.self_attn.q_proj.weight"));
+  EXPECT_EQ(params["model.layers.0.self_attn.qkv_proj.weight"].size(0), 64 + 2 * 32);
+  double allocated = 0;
+  for (const auto& p : m->parameters()) allocated += static_cast<double>(p.numel());
+  EXPECT_EQ(model::parameter_count(c), allocated);
+
+  // ms-swift picks phi4 for Phi-4 (14B) by its model id; swift by its tokenizer's <|im_sep|>.
+  const auto* family = model::find_model_family("phi3", {});
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->template_for([](const std::string& t) { return t == "<|im_sep|>"; }), "phi4");
+  EXPECT_EQ(family->template_for([](const std::string&) { return false; }), "phi3");
+
+  c = model::parse_model_config(phi3_longrope_config(), "phi3");
+  EXPECT_EQ(c.rope.type, "longrope");
+  EXPECT_EQ(c.rope.original_max_position_embeddings, 8);
+  EXPECT_DOUBLE_EQ(c.rope.factor, 256.0 / 8);  // max_position_embeddings / original
+  auto j = phi3_longrope_config();
+  j["rope_scaling"]["factor"] = 4.0;  // given: it sets the attention factor, not the lengths
+  EXPECT_DOUBLE_EQ(model::parse_model_config(j, "phi3").rope.factor, 4.0);
+  j["rope_scaling"]["type"] = "longrope";
+  j["model_type"] = "llama";  // any family's longrope is checked alike
+  j["rope_scaling"]["short_factor"] = {1.0, -2.0, 1.0, 1.0, 1.0, 1.0};
+  j["original_max_position_embeddings"] = 1;
+  try {
+    model::parse_model_config(j, "x/config.json");
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("short_factor must hold positive numbers"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("original_max_position_embeddings >= 2"), std::string::npos) << msg;
+  }
+  j = phi3_longrope_config();
+  j.erase("original_max_position_embeddings");
+  EXPECT_EQ(model::parse_model_config(j, "phi3").rope.original_max_position_embeddings, 4096) << "Phi3Config's default";
+
+  j = phi3_longrope_config();
+  j["rope_scaling"]["long_factor"] = {1.0, 2.0};
+  j["resid_pdrop"] = 0.1;
+  j["partial_rotary_factor"] = 0.1;  // 1 of 12 dimensions: odd
+  try {
+    model::parse_model_config(j, "x/config.json");
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("long_factor has 2 entries"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("resid_pdrop 0.1 is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("partial_rotary_factor 0.1"), std::string::npos) << msg;
+  }
+}
+
+// longrope chooses its factors by the furthest position of a forward: a cache filled with the short factors is stale
+// once a sequence passes the original length, and the model refuses to extend it; Generator then recomputes the
+// cache from every token so far (as transformers' Phi-3 intends), so its greedy tokens equal decoding without a cache.
+TEST(Phi3LongRope, GenerationPastTheOriginalLengthRecomputesTheCache) {
+  torch::NoGradGuard no_grad;
+  auto m = test::random_model(phi3_longrope_config(), 6);
+  const auto prompt = random_ids(1, 5, 8);
+  auto cache = m->make_cache(1, 12);
+  model::ForwardArgs args;
+  args.input_ids = prompt;
+  args.cache = &cache;
+  m->forward(args);
+  EXPECT_FALSE(cache.long_rope);
+  args.input_ids = random_ids(1, 4, 9);  // positions 5..8: the long factors
+  EXPECT_THROW(m->forward(args), UsageError);
+
+  model::Generator generator(m);
+  model::SamplingParams params;
+  params.max_new_tokens = 7;  // 5 -> 12 tokens, past 8
+  params.temperature = 0;
+  const auto result = generator.generate({std::vector<int64_t>(prompt.data_ptr<int64_t>(), prompt.data_ptr<int64_t>() + 5)},
+                                         params);
+  at::Tensor seq = prompt;
+  std::vector<int64_t> expected;
+  for (int i = 0; i < 7; ++i) {
+    model::ForwardArgs full;
+    full.input_ids = seq;
+    const auto next = m->forward(full).select(1, seq.size(1) - 1).argmax(-1, true);
+    expected.push_back(next.item<int64_t>());
+    seq = at::cat({seq, next}, 1);
+  }
+  EXPECT_EQ(result.at(0).tokens, expected);
+}
+
+namespace {
+// Greedy decoding without a cache of left-padded prompts: at each step the active rows, padded to the longest, run
+// whole; a row that chooses `stop` leaves the batch (whose furthest row decides longrope's factors).
+std::vector<std::vector<int64_t>> greedy_without_cache(model::CausalLM& m, std::vector<std::vector<int64_t>> rows,
+                                                       int steps, int64_t stop) {
+  std::vector<std::vector<int64_t>> out(rows.size());
+  std::vector<size_t> active(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) active[i] = i;
+  for (int step = 0; step < steps && !active.empty(); ++step) {
+    size_t longest = 0;
+    for (size_t r : active) longest = std::max(longest, rows[r].size());
+    auto ids = at::zeros({static_cast<int64_t>(active.size()), static_cast<int64_t>(longest)}, at::kLong);
+    auto mask = at::zeros_like(ids);
+    for (size_t b = 0; b < active.size(); ++b) {
+      const auto& row = rows[active[b]];
+      const int64_t len = static_cast<int64_t>(row.size()), pad = static_cast<int64_t>(longest) - len;
+      ids[static_cast<int64_t>(b)].narrow(0, pad, len).copy_(at::tensor(row, at::kLong));
+      mask[static_cast<int64_t>(b)].narrow(0, pad, len).fill_(1);
+    }
+    model::ForwardArgs args;
+    args.input_ids = ids;
+    args.attention_mask = mask;
+    const auto next = m->forward(args).select(1, static_cast<int64_t>(longest) - 1).argmax(-1);
+    std::vector<size_t> still;
+    for (size_t b = 0; b < active.size(); ++b) {
+      const int64_t token = next[static_cast<int64_t>(b)].item<int64_t>();
+      if (token == stop) continue;
+      out[active[b]].push_back(token);
+      rows[active[b]].push_back(token);
+      still.push_back(active[b]);
+    }
+    active = std::move(still);
+  }
+  return out;
+}
+}  // namespace
+
+// Two prompts of different lengths (left-padded): the longer crosses the original length first and the batch
+// switches to the long factors; then it stops and leaves the batch, which goes back to the short factors. Each
+// switch recomputes the cache, so every token equals decoding the batch without a cache.
+TEST(Phi3LongRope, BatchedGenerationSwitchesRegimeWithItsFurthestRow) {
+  torch::NoGradGuard no_grad;
+  auto m = test::random_model(phi3_longrope_config(), 7);
+  const auto to_vector = [](const at::Tensor& t) { return std::vector<int64_t>(t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + t.numel()); };
+  const std::vector<std::vector<int64_t>> prompts = {to_vector(random_ids(1, 7, 10)), to_vector(random_ids(1, 3, 11))};
+  // Find a token the long row chooses past the original length and the short row never chooses: the stop token.
+  const auto free_run = greedy_without_cache(m, prompts, 6, -1);
+  int64_t stop = -1;
+  for (size_t i = 2; i < free_run[0].size() && stop < 0; ++i)
+    if (std::find(free_run[1].begin(), free_run[1].end(), free_run[0][i]) == free_run[1].end() &&
+        std::find(free_run[0].begin(), free_run[0].begin() + static_cast<int64_t>(i), free_run[0][i]) ==
+            free_run[0].begin() + static_cast<int64_t>(i))
+      stop = free_run[0][i];
+  ASSERT_GE(stop, 0) << "no usable stop token in this random model's output";
+  const auto expected = greedy_without_cache(m, prompts, 8, stop);
+  ASSERT_LT(expected[0].size(), 8u) << "the long row stops";
+
+  model::Generator generator(m);
+  model::SamplingParams params;
+  params.max_new_tokens = 8;
+  params.stop_token_ids = {stop};
+  const auto results = generator.generate(prompts, params);
+  EXPECT_EQ(results.at(0).tokens, expected[0]);
+  EXPECT_EQ(results.at(1).tokens, expected[1]);
 }

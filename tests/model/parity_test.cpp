@@ -140,11 +140,16 @@ TEST_F(ParityTest, Bf16LogitsWithinBf16Tolerance) {
     // differ from its fp32 ones by 0.23 on such a token (qwen3_moe_every_layer), and from another bf16 load of the
     // same folder by 0.24. The means below still hold.
     const bool moe = name.find("moe") != std::string::npos || name.find("deepseek") != std::string::npos;
-    EXPECT_LE(max_diff, moe ? 0.5 : 0.1) << name;
+    // longrope's attention factor scales cos/sin (sqrt(2) in phi3_longrope_long), and two bf16 computations that
+    // round in a different order can then be as far apart as either is from fp32: transformers' own bf16 is 0.22
+    // (max) from its fp32 there.
+    const at::Tensor truth = c.ref->get("logits");
+    const double their_max = (expected - truth).abs().max().item<double>();
+    const bool longrope = name.find("longrope") != std::string::npos;
+    EXPECT_LE(max_diff, std::max(moe ? 0.5 : 0.1, longrope ? their_max : 0.0)) << name;
     EXPECT_LE(mean_diff, 0.02) << name;
     // And bf16 stays close to the fp32 truth: within 0.05, or as close as transformers' own bf16 where a routing
     // flip takes that away too (deepseek_v3_yarn: a mean of 0.14 for transformers).
-    const at::Tensor truth = c.ref->get("logits");
     const double theirs = (expected - truth).abs().mean().item<double>();
     EXPECT_LE((logits - truth).abs().mean().item<double>(), std::max(0.05, 1.25 * theirs)) << name;
   }
@@ -156,7 +161,7 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   torch::NoGradGuard no_grad;
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
-  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
+  for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "phi3",
                                       "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
                                       "deepseek_v3"}) {
     for (const bool tied : {false, true}) {

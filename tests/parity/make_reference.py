@@ -20,6 +20,10 @@ BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_l
 # DeepSeek's latent attention, tiny: 4 heads of 8 + 8 query/key dimensions (without / with RoPE), values 12 wide.
 MLA = dict(num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=8, v_head_dim=12, moe_intermediate_size=16)
 
+# Phi-3's class defaults name token 32000 (beyond this vocabulary) as pad and EOS.
+PHI3 = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)
+PHI3_SHORT, PHI3_LONG = [1.0, 1.05, 1.1, 1.3, 1.6, 2.0], [1.0, 1.5, 2.5, 4.0, 6.0, 8.0]
+
 # name -> (config class, overrides, legacy): legacy rewrites config.json in the v4 style
 # ("rope_scaling" with the old "type" key and a top-level rope_theta) to cover both spellings.
 CASES = {
@@ -90,6 +94,21 @@ CASES = {
                                                   rope_parameters=dict(rope_type="yarn", factor=4.0, rope_theta=10000.0,
                                                                        original_max_position_embeddings=16, mscale=0.9,
                                                                        mscale_all_dim=0.8)), True),
+    # (New cases go last: each case draws its weights and inputs from its position.)
+    # Phi-3: fused qkv_proj and gate_up_proj, a sliding window on every layer.
+    "phi3": ("Phi3Config", dict(PHI3, sliding_window=6), False),
+    # Phi-3 128k / Phi-4-mini: longrope over 0.75 of each head (6 frequencies), tied. The greedy continuation runs from
+    # 12 to 20 tokens, past original_max_position_embeddings 16, where every key is rotated anew with the long factors
+    # (the greedy reference below); the legacy file spells it "rope_scaling": {"type": "longrope"} with partial_rotary_factor inside.
+    "phi3_longrope": ("Phi3Config", dict(PHI3, tie_word_embeddings=True, original_max_position_embeddings=16,
+                                         rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                              partial_rotary_factor=0.75, short_factor=PHI3_SHORT,
+                                                              long_factor=PHI3_LONG)), True),
+    # Every forward past original_max_position_embeddings 8 (the long factors, attention factor sqrt(2) by default).
+    "phi3_longrope_long": ("Phi3Config", dict(PHI3, original_max_position_embeddings=8,
+                                              rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                                   short_factor=PHI3_SHORT + [1.0, 1.5],
+                                                                   long_factor=PHI3_LONG + [9.0, 12.0])), False),
 }
 
 
@@ -164,6 +183,14 @@ def main(out_dir):
             model.generation_config.eos_token_id = None
             greedy = model.generate(ids[:1], attention_mask=torch.ones_like(ids[:1]), max_new_tokens=8,
                                     do_sample=False, pad_token_id=0)[0, T:]
+            if (model.config.rope_parameters or {}).get("rope_type") == "longrope":
+                # Past original_max_position_embeddings Phi-3's generate drops its cache to recompute every key with
+                # the long factors, but transformers 5.19 then feeds the model the last token alone (no cache, no
+                # context). The intended result, which swift gives, is greedy decoding without a cache.
+                seq = ids[:1]
+                for _ in range(8):
+                    seq = torch.cat([seq, model(input_ids=seq).logits[:, -1].argmax(-1, keepdim=True)], 1)
+                greedy = seq[0, T:]
         save_file({"input_ids": ids, "logits": logits.contiguous(), "padded_input_ids": padded_ids,
                    "padded_attention_mask": mask, "padded_logits": padded.contiguous(),
                    "bf16_logits": bf16_logits.contiguous(), "greedy": greedy.contiguous()},

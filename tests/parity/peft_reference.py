@@ -79,6 +79,17 @@ CASES = {
                                                   n_shared_experts=2, first_k_dense_replace=1),
                          dict(r=4, lora_alpha=16, use_rslora=True,
                               target_modules=["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"])),
+    # Phi-3: LoRA on the fused qkv_proj and gate_up_proj, under PEFT's names; all-linear with DoRA on Phi-4-mini's
+    # shape (longrope over 0.75 of each head, tied).
+    "phi3_fused": ("Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=6),
+                   dict(r=4, lora_alpha=8, target_modules=["qkv_proj", "gate_up_proj", "o_proj"])),
+    "phi3_all_linear_dora": ("Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, tie_word_embeddings=True,
+                                                original_max_position_embeddings=8,
+                                                rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                                     partial_rotary_factor=0.75,
+                                                                     short_factor=[1.0, 1.1, 1.2, 1.5, 2.0, 3.0],
+                                                                     long_factor=[1.0, 2.0, 3.0, 4.0, 6.0, 9.0])),
+                             dict(r=4, lora_alpha=8, target_modules="all-linear", use_dora=True)),
 }
 
 

@@ -193,6 +193,23 @@ CASES = [
      THINK_HISTORY),
     ('deepseek_r1_multi_system', 'deepseek_style', 'deepseek_r1', 'train', 'default', None, None, MULTI_SYS),
     ('deepseek_r1_infer', 'deepseek_style', 'deepseek_r1', 'infer', None, None, None, THINK_HISTORY[:3]),
+    # Phi-3 (phi3_style: Llama 2's pipeline and Phi-3.5's turn tokens, whose rstrip eats the newline after them) and
+    # Phi-4 (phi4_style: a byte-level BPE with cl100k's regex and Phi-4's <|im_start|>/<|im_sep|>/<|im_end|>).
+    ('phi3_multi_default', 'phi3_style', 'phi3', 'train', 'default', None, None, MULTI_SYS),
+    ('phi3_multi_last_round', 'phi3_style', 'phi3', 'train', 'last_round', None, None, MULTI),
+    ('phi3_loss_flags_all', 'phi3_style', 'phi3', 'train', 'all', None, None, LOSS_FLAGS),
+    ('phi3_cli_system', 'phi3_style', 'phi3', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('phi3_pretrain', 'phi3_style', 'phi3', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('phi3_newlines', 'phi3_style', 'phi3', 'train', 'default', None, None,
+     [U('\nTwo lines\nhere\n'), A('\n\nFirst.\nSecond.\n')]),
+    ('phi3_infer', 'phi3_style', 'phi3', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('phi3_infer_continue', 'phi3_style', 'phi3', 'infer', None, None, None, MULTI[:4]),
+    ('phi4_multi_default', 'phi4_style', 'phi4', 'train', 'default', None, None, MULTI_SYS),
+    ('phi4_multi_last_round', 'phi4_style', 'phi4', 'train', 'last_round', None, None, MULTI),
+    ('phi4_loss_flags_all', 'phi4_style', 'phi4', 'train', 'all', None, None, LOSS_FLAGS),
+    ('phi4_cli_system', 'phi4_style', 'phi4', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('phi4_pretrain', 'phi4_style', 'phi4', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('phi4_infer', 'phi4_style', 'phi4', 'infer', None, None, None, MULTI_SYS[:4]),
 ]
 
 
@@ -229,7 +246,7 @@ def main():
         if mode == 'train':
             case['labels'] = enc['labels']
             case['loss_text'] = tok.decode([t for t in enc['labels'] if t != -100])
-        if tok_name != 'mistral7b':  # byte-level BPE: decode(ids) is exactly the rendered text
+        if tok_name not in ('mistral7b', 'phi3_style'):  # byte-level BPE: decode(ids) is exactly the rendered text
             case['text'] = tok.decode(enc['input_ids'])
         out.append(case)
     doc = {

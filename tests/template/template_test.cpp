@@ -320,7 +320,7 @@ TEST(TemplateErrors, UnknownTemplateListsTheAvailableOnes) {
       EXPECT_NE(e.hint().find(name), std::string::npos) << name;
     }
   }
-  EXPECT_EQ(template_names().size(), 16u);
+  EXPECT_EQ(template_names().size(), 18u);
   EXPECT_TRUE(std::is_sorted(template_names().begin(), template_names().end()));
 }
 

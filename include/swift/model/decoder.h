@@ -2,6 +2,7 @@
 // modules registered under Hugging Face's names, so named_parameters() keys are checkpoint keys:
 //   model.embed_tokens.weight, model.layers.N.self_attn.{q,k,v,o}_proj.{weight,bias},
 //   model.layers.N.self_attn.{q,k}_norm.weight, model.layers.N.mlp.{gate,up,down}_proj.weight,
+//   model.layers.N.self_attn.qkv_proj.weight and model.layers.N.mlp.gate_up_proj.weight (Phi-3's fused ones),
 //   model.layers.N.{input,post_attention}_layernorm.weight,
 //   model.layers.N.{pre,post}_feedforward_layernorm.weight (Gemma 2/3), model.norm.weight, lm_head.weight (untied only).
 #pragma once
@@ -136,6 +137,7 @@ class AttentionImpl : public torch::nn::Module {
   // with fewer key/value heads than ranks the one its query heads share.
   void divide_heads(int size, int rank);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
+  Linear qkv_proj{nullptr};  // Phi-3 (config.fused_projections): q, k and v in one; q/k/v_proj are then null
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
@@ -153,6 +155,7 @@ class MLPImpl : public torch::nn::Module {
   MLPImpl(const ModelConfig& config, int64_t intermediate_size, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);  // down(act(gate(x)) * up(x)), act: config.hidden_act
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
+  Linear gate_up_proj{nullptr};  // Phi-3 (config.fused_projections): gate and up in one; gate/up_proj are then null
 
  private:
   bool gelu_tanh_;  // else silu
@@ -221,6 +224,9 @@ class CausalLMImpl : public torch::nn::Module {
 
   // A cache sized for `batch` rows of up to `capacity` tokens, on the weights' device and dtype.
   KVCache make_cache(int64_t batch, int64_t capacity) const;
+  // longrope (Phi-3): whether a forward whose furthest position is seq_len - 1 rotates with the long factors. A
+  // cache filled in the other regime must be recomputed first (forward_hidden refuses it).
+  bool long_rope(int64_t seq_len) const { return rope_.long_regime(seq_len); }
 
   // Sequence classification (reward models): score(hidden) = hidden score^T, [B, T, num_labels].
   at::Tensor scores(const at::Tensor& hidden) { return score(hidden); }

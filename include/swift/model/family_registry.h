@@ -20,6 +20,15 @@ struct ModelFamily {
   // transformers' class of the family's reward models; empty: the first architecture's name with
   // ForSequenceClassification for ForCausalLM (Qwen3ForCausalLM -> Qwen3ForSequenceClassification).
   std::string sequence_classifier = {};
+  // Checkpoints of the family whose tokenizer has this token take this template instead of default_template
+  // (ms-swift tells them apart by model id: Phi-4 14B, whose tokenizer has <|im_sep|>, uses phi4, not phi3).
+  std::string template_token = {}, token_template = {};
+
+  // default_template, or token_template when has_token(template_token) (a callable: does the tokenizer have it?).
+  template <class HasToken>
+  std::string template_for(HasToken&& has_token) const {
+    return !template_token.empty() && has_token(template_token) ? token_template : default_template;
+  }
 };
 
 const std::vector<ModelFamily>& model_families();

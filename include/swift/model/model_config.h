@@ -1,5 +1,6 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, qwen2_moe, qwen3_moe, mixtral, deepseek_v2, deepseek_v3):
+// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3, qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
+// deepseek_v3):
 // they differ only in the flags below, set by the family registry.
 #pragma once
 
@@ -16,9 +17,11 @@ namespace swift::model {
 // RoPE and its scaling (config.json "rope_scaling" with "type"/"rope_type", or transformers v5's
 // "rope_parameters"). Field meanings follow transformers' modeling_rope_utils.
 struct RopeConfig {
-  std::string type = "default";  // default | linear | dynamic | llama3 | yarn
+  std::string type = "default";  // default | linear | dynamic | llama3 | yarn | longrope
   double theta = 10000.0;
   double factor = 1.0;
+  // The share of each head's dimensions that RoPE rotates (the first int(head_dim * factor)); the rest pass through.
+  double partial_rotary_factor = 1.0;
   // llama3
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
@@ -30,6 +33,10 @@ struct RopeConfig {
   std::optional<double> mscale;
   std::optional<double> mscale_all_dim;
   bool truncate = true;
+  // longrope (Phi-3): per-frequency divisors, short_factor while a forward's positions stay within
+  // original_max_position_embeddings, long_factor beyond; cos/sin scaled by attention_factor (by default
+  // sqrt(1 + ln(factor) / ln(original)), factor = max_position_embeddings / original).
+  std::vector<double> short_factor, long_factor;
 };
 
 // Multi-head latent attention (DeepSeek-V2/V3): queries through a low-rank bottleneck (q_a_proj, q_a_layernorm,
@@ -110,6 +117,9 @@ struct ModelConfig {
   bool qkv_bias = false;        // bias on q, k, v only (Qwen2)
   bool mlp_bias = false;
   bool qk_norm = false;         // RMSNorm over head_dim on q and k (Qwen3, Gemma 3)
+  // Phi-3: one qkv_proj (q, then k, then v rows) and one gate_up_proj (gate rows, then up rows), kept fused as the
+  // checkpoint and PEFT name them.
+  bool fused_projections = false;
   // Gemma: every RMSNorm scales by (1 + weight), in fp32 before the cast back; its weights start at 0.
   bool norm_unit_offset = false;
   // Gemma 2/3: post_attention_layernorm normalises the attention's output before the residual add, and

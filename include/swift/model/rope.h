@@ -1,5 +1,5 @@
 // Rotary position embeddings with every scaling type transformers supports for our families
-// (default, linear, dynamic NTK, llama3, yarn), computed as transformers' modeling_rope_utils does.
+// (default, linear, dynamic NTK, llama3, yarn, longrope), computed as transformers' modeling_rope_utils does.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -20,9 +20,15 @@ class RotaryEmbedding {
   // fresh model.
   std::pair<at::Tensor, at::Tensor> cos_sin(const at::Tensor& position_ids, c10::ScalarType dtype) const;
 
-  // The inverse frequencies [head_dim / 2] (fp32, CPU) for a sequence of `seq_len` tokens, and the factor
+  // The inverse frequencies [rotary_dim / 2] (fp32, CPU) for a sequence of `seq_len` tokens, and the factor
   // cos/sin are scaled by.
   std::pair<at::Tensor, double> inv_freq(int64_t seq_len) const;
+  // Whether the frequencies depend on the longest position of a forward (dynamic NTK, longrope).
+  bool depends_on_length() const { return rope_.type == "dynamic" || rope_.type == "longrope"; }
+  // longrope beyond original_max_position_embeddings: keys rotated for a shorter sequence are stale (transformers'
+  // Phi-3 recomputes its cache when a generation crosses that length).
+  bool long_regime(int64_t seq_len) const;
+  int64_t rotary_dim() const { return dim_; }  // head_dim * partial_rotary_factor
 
  private:
   RopeConfig rope_;
@@ -32,7 +38,8 @@ class RotaryEmbedding {
   double attention_factor_ = 1.0;
 };
 
-// q, k: [B, H, T, D]; cos, sin: [B, T, D]. Returns (q*cos + rotate_half(q)*sin, same for k).
+// q, k: [B, H, T, D]; cos, sin: [B, T, R] with R <= D. Returns (q*cos + rotate_half(q)*sin, same for k) over the
+// first R dimensions, the others unchanged.
 std::pair<at::Tensor, at::Tensor> apply_rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
                                                const at::Tensor& sin);
 

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Writes a tiny Phi-3 family model folder without weights (config.json + a tokenizer) for the e2e tests, which give
+it random weights with `swift export --init_strategy normal`.
+
+usage: make_phi3_config.py phi3|phi4 OUT_DIR
+
+phi3: Phi-4-mini's shape (the phi3_style tokenizer, a tied head, longrope over 0.75 of each head with the pretraining
+length 16, so that training rows run with the long factors). phi4: Phi-4's (the phi4_style tokenizer, plain RoPE).
+Both: 4 heads of 16, 2 key/value heads, fused qkv_proj and gate_up_proj.
+"""
+import json
+import os
+import shutil
+import sys
+
+import transformers
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main(family, out_dir):
+    os.makedirs(out_dir, exist_ok=True)
+    tokenizer = os.path.join(ROOT, "tests", "assets", "tokenizers", family + "_style")
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(os.path.join(tokenizer, name), out_dir)
+    with open(os.path.join(tokenizer, "tokenizer.json")) as f:
+        added = {t["content"]: t["id"] for t in json.load(f)["added_tokens"]}
+    size = dict(vocab_size=640, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, max_position_embeddings=512, initializer_range=0.1)
+    if family == "phi3":
+        config = transformers.Phi3Config(**size, tie_word_embeddings=True, original_max_position_embeddings=16,
+                                         rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
+                                                              partial_rotary_factor=0.75,
+                                                              short_factor=[1.0, 1.05, 1.1, 1.3, 1.6, 2.0],
+                                                              long_factor=[1.0, 1.5, 2.5, 4.0, 6.0, 8.0]),
+                                         bos_token_id=added["<s>"], eos_token_id=added["<|endoftext|>"],
+                                         pad_token_id=added["<|endoftext|>"])
+    elif family == "phi4":
+        config = transformers.Phi3Config(**size, bos_token_id=added["<|endoftext|>"], eos_token_id=added["<|im_end|>"],
+                                         pad_token_id=added["<|dummy_85|>"])
+    else:
+        sys.exit(f"unknown family {family}")
+    d = config.to_dict()
+    d.update(architectures=["Phi3ForCausalLM"], torch_dtype="float32")
+    with open(os.path.join(out_dir, "config.json"), "w") as f:
+        json.dump(d, f, indent=2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])
