@@ -32,8 +32,10 @@ tuners::LoraConfig add_adapter(TrainingModel& m, const TrainingOptions& options,
   lora.base_model_name_or_path = fs::absolute(options.model.dir).string();
   const fs::path& resume = options.loop.resume_from_checkpoint;
   if (resume.empty()) {
+    lora = tuners::convert_expert_targets(m.model, lora);  // as ms-swift's PEFT does on mixture-of-experts models
     const auto wrapped = tuners::apply_lora(m.model, lora, options.seed);
-    log_info(lora.use_dora ? "DoRA" : "LoRA", " r=", lora.r, " alpha=", lora.lora_alpha, " on ", wrapped.size(), " modules");
+    log_info(lora.use_dora ? "DoRA" : "LoRA", " r=", lora.r, " alpha=", lora.lora_alpha, " on ", wrapped.size(), " modules",
+             lora.target_parameters.empty() ? "" : " and the experts' stacked weights");
     return lora;
   }
   const auto dtype = lora.lora_dtype.value_or(c10::kFloat);

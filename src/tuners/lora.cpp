@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -144,6 +145,78 @@ void set_lora_dropout(model::CausalLM& model, double p) {
     if (auto lora = std::dynamic_pointer_cast<LoraLinear>(linear->adapter)) lora->dropout = p;
 }
 
+LoraConfig convert_expert_targets(model::CausalLM& model, const LoraConfig& in) {
+  const auto& c = model->config();
+  // transformers v5's conversion mapping, as PEFT reads it: each former expert projection -> its stacked weight.
+  std::vector<std::pair<std::string, std::string>> mapping;
+  if (c.model_type == "mixtral") mapping = {{"w1", "gate_up_proj"}, {"w3", "gate_up_proj"}, {"w2", "down_proj"}};
+  // (transformers 5.19 lists qwen3_moe and deepseek_v2/v3 under qwen2_moe's pattern, but not qwen2_moe itself, which
+  // PEFT therefore leaves alone: there all-linear adapts the shared expert's MLP.)
+  else if (c.model_type == "qwen3_moe" || c.model_type == "deepseek_v2" || c.model_type == "deepseek_v3")
+    mapping = {{"gate_proj", "gate_up_proj"}, {"up_proj", "gate_up_proj"}, {"down_proj", "down_proj"}};
+  if (mapping.empty() || !c.is_moe()) return in;
+  SWIFT_CHECK(!in.target_regex, UsageError,
+              "--target_regex on " + c.model_type + ": PEFT 0.20 resolves a regular expression against the experts' "
+              "former names on this model, which swift does not reproduce yet",
+              "name the modules with --target_modules (and the experts with --target_parameters)");
+
+  // all-linear as ms-swift hands it to PEFT: the names of every Linear layer but the output layer.
+  std::vector<std::string> targets;
+  const model::LinearImpl* output = model->output_layer();
+  for (const auto& t : in.target_modules) {
+    if (t != "all-linear") {
+      targets.push_back(t);
+      continue;
+    }
+    for (const auto& [name, linear] : base_linears(model)) {
+      const std::string leaf = name.substr(name.rfind('.') + 1);
+      if (linear != output && std::find(targets.begin(), targets.end(), leaf) == targets.end()) targets.push_back(leaf);
+    }
+  }
+  LoraConfig out = in;
+  out.target_modules.clear();
+  std::set<std::string> fused_parts;
+  bool converted = false;
+  for (const auto& t : targets) {
+    const std::string leaf = t.substr(t.rfind('.') + 1);
+    SWIFT_CHECK(leaf != "gate", UsageError,
+                "--target_modules " + t + " on " + c.model_type + " names the router, which swift's LoRA does not adapt yet",
+                "drop it (PEFT 0.20 adapts the router's weight as a target parameter; ms-swift's all-linear does not)");
+    const auto it = std::find_if(mapping.begin(), mapping.end(), [&](const auto& m) { return m.first == leaf; });
+    if (it == mapping.end()) {
+      out.target_modules.push_back(t);
+      continue;
+    }
+    converted = true;
+    if (std::find(out.target_parameters.begin(), out.target_parameters.end(), it->second) == out.target_parameters.end())
+      out.target_parameters.push_back(it->second);
+    if (it->second == "gate_up_proj") fused_parts.insert(leaf);
+  }
+  if (!converted) return in;
+  const std::string gate = mapping[0].first, up = mapping[1].first;
+  SWIFT_CHECK(fused_parts.size() != 1, UsageError,
+              "--target_modules " + *fused_parts.begin() + " on " + c.model_type + " without " +
+                  (fused_parts.count(gate) ? up : gate) + ": the two are fused into the experts' gate_up_proj",
+              "target both or neither (PEFT 0.20 refuses this too)");
+  SWIFT_CHECK(in.lora_dropout == 0, UsageError,
+              "--target_modules " + std::string(in.target_modules.size() == 1 && in.target_modules[0] == "all-linear"
+                                                    ? "all-linear" : "with " + mapping[0].first + "/" + mapping[2].first) +
+                  " on " + c.model_type + " adapts the experts' stacked weights (PEFT 0.20 converts those names for "
+                  "transformers v5's fused experts), which needs --lora_dropout 0: PEFT adapts them without dropout, "
+                  "and ms-swift 4.6 stops here with PEFT's ValueError",
+              "add --lora_dropout 0, or name the attention's layers alone (--target_modules q_proj k_proj v_proj o_proj)");
+  if (fused_parts.size() == 2) {  // PEFT: the fused pair's rank and alpha double, so alpha / r stays
+    const std::string key = ".*\\.gate_up_proj";
+    const auto same_key = [&](const auto& p) { return p.first == key; };
+    out.rank_pattern.erase(std::remove_if(out.rank_pattern.begin(), out.rank_pattern.end(), same_key), out.rank_pattern.end());
+    out.alpha_pattern.erase(std::remove_if(out.alpha_pattern.begin(), out.alpha_pattern.end(), same_key),
+                            out.alpha_pattern.end());
+    out.rank_pattern.emplace_back(key, 2 * in.r);
+    out.alpha_pattern.emplace_back(key, 2 * in.lora_alpha);
+  }
+  return out;
+}
+
 std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& config, uint64_t seed) {
   validate(config);
   SWIFT_CHECK(lora_modules(model).empty(), UsageError, "this model already carries LoRA layers",
@@ -172,10 +245,10 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
     for (auto& p : m->parameters()) p.set_requires_grad(true);
 
   auto gen = at::make_generator<at::CPUGeneratorImpl>(seed);
-  const double scaling = config.scaling();
-  const int64_t r = config.r;
   std::vector<std::string> names;
   for (const auto& [name, linear] : targets) {
+    const double scaling = config.scaling_for(name);
+    const int64_t r = config.rank_for(name);
     const int64_t out = linear->out_features(), in = linear->in_features();
     at::Tensor a, b;
     switch (config.init_weights) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <regex>
 #include <set>
 
 #include "swift/core/error.h"
@@ -17,6 +18,33 @@ double LoraConfig::scaling() const {
   return use_rslora ? lora_alpha / std::sqrt(static_cast<double>(r)) : lora_alpha / static_cast<double>(r);
 }
 
+namespace {
+// PEFT's get_pattern_key: the first key that, as a regular expression, matches the name's end after a '.'.
+template <class T>
+const T* pattern_value(const std::vector<std::pair<std::string, T>>& pattern, const std::string& name) {
+  for (const auto& [key, value] : pattern) {
+    try {
+      if (std::regex_match(name, std::regex("(.*\\.)?(" + key + ")"))) return &value;
+    } catch (const std::regex_error& e) {
+      throw UsageError("rank_pattern / alpha_pattern key '" + key + "' is not a valid regular expression: " + e.what());
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
+int64_t LoraConfig::rank_for(const std::string& name) const {
+  const int64_t* v = pattern_value(rank_pattern, name);
+  return v ? *v : r;
+}
+
+double LoraConfig::scaling_for(const std::string& name) const {
+  const double rank = static_cast<double>(rank_for(name));
+  const double* a = pattern_value(alpha_pattern, name);
+  const double alpha = a ? *a : lora_alpha;
+  return use_rslora ? alpha / std::sqrt(rank) : alpha / rank;
+}
+
 void validate(const LoraConfig& c) {
   std::vector<std::string> problems;
   if (c.r <= 0) problems.push_back("--lora_rank must be > 0, got " + std::to_string(c.r));
@@ -26,6 +54,18 @@ void validate(const LoraConfig& c) {
   if (c.bias != "none") problems.push_back("--lora_bias '" + c.bias + "' is not supported yet (only \"none\")");
   if (!c.target_regex && c.target_modules.empty() && c.target_parameters.empty())
     problems.push_back("--target_modules is empty (and no --target_parameters)");
+  for (const auto& [key, rank] : c.rank_pattern)
+    if (rank <= 0) problems.push_back("rank_pattern '" + key + "' must be > 0, got " + std::to_string(rank));
+  std::vector<std::string> keys;
+  for (const auto& p : c.rank_pattern) keys.push_back(p.first);
+  for (const auto& p : c.alpha_pattern) keys.push_back(p.first);
+  for (const auto& key : keys) {  // checked before any layer changes (Python-only syntax fails here)
+    try {
+      std::regex re(key);
+    } catch (const std::regex_error& e) {
+      problems.push_back("rank_pattern / alpha_pattern key '" + key + "' is not a regular expression swift reads: " + e.what());
+    }
+  }
   if (problems.empty()) return;
   std::string msg = "invalid LoRA configuration:";
   for (const auto& p : problems) msg += "\n  " + p;
@@ -37,6 +77,13 @@ namespace {
 json number(double v) {  // PEFT writes integral alphas as ints
   if (std::floor(v) == v && std::abs(v) < 1e15) return json(static_cast<int64_t>(v));
   return json(v);
+}
+
+template <class T>
+json patterns(const std::vector<std::pair<std::string, T>>& pattern) {
+  json out = json::object();
+  for (const auto& [key, value] : pattern) out[key] = number(static_cast<double>(value));
+  return out;
 }
 
 }  // namespace
@@ -65,7 +112,7 @@ json to_adapter_config_json(const LoraConfig& c, const std::vector<std::string>&
   // fills in its own when it loads the file). nlohmann::json sorts keys, as PEFT's file is.
   json j = {
       {"alora_invocation_tokens", nullptr},
-      {"alpha_pattern", json::object()},
+      {"alpha_pattern", patterns(c.alpha_pattern)},
       {"arrow_config", nullptr},
       {"auto_mapping", nullptr},
       {"base_model_name_or_path", c.base_model_name_or_path.empty() ? json(nullptr) : json(c.base_model_name_or_path)},
@@ -93,7 +140,7 @@ json to_adapter_config_json(const LoraConfig& c, const std::vector<std::string>&
       {"peft_type", "LORA"},
       {"qalora_group_size", 16},
       {"r", c.r},
-      {"rank_pattern", json::object()},
+      {"rank_pattern", patterns(c.rank_pattern)},
       {"revision", nullptr},
       {"target_modules", target},
       {"target_parameters", c.target_parameters.empty() ? json(nullptr) : json(c.target_parameters)},
@@ -166,7 +213,21 @@ LoraConfig parse_adapter_config(const json& j, const std::string& source) {
     throw DataError(source + ": malformed LoRA config: " + e.what(), "compare with an adapter_config.json PEFT writes");
   }
   std::vector<std::string> unsupported;
-  for (const char* key : {"rank_pattern", "alpha_pattern", "layers_to_transform", "layers_pattern", "exclude_modules",
+  for (const char* key : {"rank_pattern", "alpha_pattern"}) {
+    if (unset(j, key)) continue;
+    SWIFT_CHECK(j.at(key).is_object(), DataError, source + ": " + key + " must be an object, got " + j.at(key).dump(),
+                "compare with an adapter_config.json PEFT writes");
+    for (const auto& [pattern, value] : j.at(key).items()) {
+      const bool rank = std::string(key) == "rank_pattern";
+      SWIFT_CHECK(rank ? value.is_number_integer() : value.is_number(), DataError,
+                  source + ": " + key + "['" + pattern + "'] must be " + (rank ? "an integer" : "a number") + ", got " +
+                      value.dump(),
+                  "compare with an adapter_config.json PEFT writes");
+      if (std::string(key) == "rank_pattern") c.rank_pattern.emplace_back(pattern, value.get<int64_t>());
+      else c.alpha_pattern.emplace_back(pattern, value.get<double>());
+    }
+  }
+  for (const char* key : {"layers_to_transform", "layers_pattern", "exclude_modules",
                           "fan_in_fan_out", "lora_bias", "layer_replication",
                           "trainable_token_indices", "use_qalora", "alora_invocation_tokens"})
     if (!unset(j, key)) unsupported.push_back(std::string(key) + " = " + j.at(key).dump());

@@ -32,26 +32,24 @@ class ExpertLora : public model::ExpertWeightsAdapter {
  public:
   struct Branch {
     std::shared_ptr<BranchWeight> a, b;  // [r E, in], [out, r E]
-  };
-  ExpertLora(int64_t r, double scaling) : r_(r), scaling_(scaling) {}
+    int64_t r;        // per weight: PEFT gives gate_up_proj 2r on models it converts (rank_pattern)
+    double scaling;
 
-  // scaling * sum_j B[o, j, e] A[e, j, i] -> [E, out, in], in the dtype of a and b.
-  at::Tensor delta(const at::Tensor& a, const at::Tensor& b, int64_t experts) const {
-    return at::einsum("ore,eri->eoi", {b.view({b.size(0), r_, experts}), a.view({experts, r_, -1})}) * scaling_;
-  }
+    // scaling * sum_j B[o, j, e] A[e, j, i] -> [E, out, in], in the dtype of a and b (or of the arguments).
+    at::Tensor delta(const at::Tensor& a_weight, const at::Tensor& b_weight, int64_t experts) const {
+      return at::einsum("ore,eri->eoi", {b_weight.view({b_weight.size(0), r, experts}), a_weight.view({experts, r, -1})}) *
+             scaling;
+    }
+  };
 
   at::Tensor adapted(const std::string& name, const at::Tensor& weight) override {
     const auto it = branches.find(name);
     if (it == branches.end()) return weight;
     const Branch& branch = it->second;  // PEFT: the delta cast to W's dtype, then added
-    return weight + delta(branch.a->weight, branch.b->weight, weight.size(0)).to(weight.scalar_type());
+    return weight + branch.delta(branch.a->weight, branch.b->weight, weight.size(0)).to(weight.scalar_type());
   }
 
   std::map<std::string, Branch> branches;
-
- private:
-  int64_t r_;
-  double scaling_;
 };
 
 std::vector<std::pair<std::string, model::MoeExpertsImpl*>> experts_modules(model::CausalLM& model) {
@@ -89,15 +87,16 @@ void check_expert_lora(model::CausalLM& model, const LoraConfig& config) {
   for (const auto& [name, experts] : modules) {
     SWIFT_CHECK(!experts->adapter, UsageError, name + " already carries LoRA", "merge it first or load the base again");
     SWIFT_CHECK(!experts->expert_parallel, UsageError,
-                "--target_parameters on experts split by expert parallelism is not available yet",
-                "train with --ep_size 1");
+                "LoRA on the experts' stacked weights (--target_parameters, or gate_proj/up_proj/down_proj targets that "
+                "all-linear includes on this model, which PEFT 0.20 converts into them) under expert parallelism is not "
+                "available yet",
+                "train with --ep_size 1, or name the attention's layers alone (--target_modules q_proj k_proj v_proj o_proj)");
   }
 }
 
 std::vector<std::string> apply_expert_lora(model::CausalLM& model, const LoraConfig& config, at::Generator& gen) {
   std::vector<std::string> names;
   check_expert_lora(model, config);
-  const int64_t r = config.r;
   for (const auto& [name, experts] : experts_modules(model)) {
     std::vector<std::string> targeted;
     for (const char* w : kExpertWeights)
@@ -107,7 +106,7 @@ std::vector<std::string> apply_expert_lora(model::CausalLM& model, const LoraCon
           break;
         }
     if (targeted.empty()) continue;
-    auto lora = std::make_shared<ExpertLora>(r, config.scaling());
+    auto lora = std::make_shared<ExpertLora>();
     // PEFT wraps the module once per targeted weight, in parameter order: the last is outermost (its branches on
     // the module itself), each earlier one a "base_layer" further in.
     std::vector<torch::nn::Module*> depth = {experts};
@@ -119,6 +118,8 @@ std::vector<std::string> apply_expert_lora(model::CausalLM& model, const LoraCon
     for (size_t i = 0; i < targeted.size(); ++i) {
       const at::Tensor& weight = expert_weight(*experts, targeted[i]);
       const int64_t e = weight.size(0), out = weight.size(1), in = weight.size(2);
+      const std::string weight_name = name + "." + targeted[i];
+      const int64_t r = config.rank_for(weight_name);
       at::Tensor a, b;
       switch (config.init_weights) {  // lora_A as an nn.Linear(in, r E), lora_B as an nn.Linear(r E, out)
         case LoraInit::kDefault:
@@ -137,7 +138,8 @@ std::vector<std::string> apply_expert_lora(model::CausalLM& model, const LoraCon
         }
       }
       const auto options = weight.options().dtype(config.lora_dtype.value_or(weight.scalar_type())).device(model->device());
-      ExpertLora::Branch branch{std::make_shared<BranchWeight>(a.to(options)), std::make_shared<BranchWeight>(b.to(options))};
+      ExpertLora::Branch branch{std::make_shared<BranchWeight>(a.to(options)), std::make_shared<BranchWeight>(b.to(options)),
+                                r, config.scaling_for(weight_name)};
       branch.a->weight.set_requires_grad(true);
       branch.b->weight.set_requires_grad(true);
       torch::nn::Module* holder = depth[targeted.size() - 1 - i];
@@ -169,7 +171,7 @@ int64_t merge_expert_lora(model::CausalLM& model) {
     for (const auto& [w, branch] : lora->branches) {
       at::Tensor& weight = expert_weight(*experts, w);
       const auto dtype = at::promote_types(weight.scalar_type(), at::kFloat);  // bf16 sums would round
-      weight.copy_(weight.to(dtype) + lora->delta(branch.a->weight.to(dtype), branch.b->weight.to(dtype), weight.size(0)));
+      weight.copy_(weight.to(dtype) + branch.delta(branch.a->weight.to(dtype), branch.b->weight.to(dtype), weight.size(0)));
       ++merged;
     }
     experts->adapter.reset();

@@ -44,6 +44,34 @@ print(f"{sys.argv[3]}: step 1 loss ms-swift {ms[0]['loss']:.6f} swift {sw[0]['lo
       f"step 3 loss {ms[2]['loss']:.6f} / {sw[2]['loss']:.6f}")
 P
 }
+# LoRA (--lora_dropout 0, all-linear unless given): the random A matrices differ between the tools, so the adapters
+# are compared by their tensors' names and shapes and adapter_config.json's targets, rank and alpha patterns, and
+# step 1's loss (B starts at zero).
+same_adapter() {  # same_adapter NAME EXTRA_FLAGS...
+  local name="$1"; shift
+  local lora=(--tuner_type lora --lora_rank 4 --lora_alpha 8 --lora_dropout 0 --max_steps 1 "$@")
+  CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
+    run "${name}_ms_swift" 0 "${ms_sft[@]}" "${common[@]:1}" --output_dir "$TMP/ms_$name" "${lora[@]}"
+  OMP_NUM_THREADS=1 run "${name}_swift" 0 "$SWIFT" "${common[@]}" --output_dir "$TMP/sw_$name" "${lora[@]}"
+  "$PY" - "$TMP/ms_$name" "$TMP/sw_$name" "$name" <<'P' && ok || bad "$name: swift's adapter or loss differs from ms-swift's"
+import glob, json, sys
+from safetensors import safe_open
+def adapter(d):
+    folder = glob.glob(d + "/v*/checkpoint-*/")[0]
+    with safe_open(folder + "adapter_model.safetensors", "pt") as f:
+        shapes = {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
+    c = json.load(open(folder + "adapter_config.json"))
+    return shapes, {k: sorted(c[k] or []) if k.startswith("target") else c[k]
+                    for k in ("target_modules", "target_parameters", "rank_pattern", "alpha_pattern", "r", "lora_alpha")}
+def loss(d):
+    return [r for r in map(json.loads, open(glob.glob(d + "/v*/logging.jsonl")[0])) if "loss" in r][0]["loss"]
+(ms, ms_config), (sw, sw_config) = adapter(sys.argv[1]), adapter(sys.argv[2])
+assert ms == sw, sorted(set(ms.items()) ^ set(sw.items()))
+assert ms_config == sw_config, (ms_config, sw_config)
+assert abs(loss(sys.argv[1]) - loss(sys.argv[2])) <= 1e-4 * abs(loss(sys.argv[1])), (loss(sys.argv[1]), loss(sys.argv[2]))
+print(f"{sys.argv[3]}: {len(ms)} adapter tensors with the same names and shapes, {sw_config}; step 1 loss {loss(sys.argv[2]):.6f}")
+P
+}
 both default                                   # default+ignore_empty_think (ms-swift adds it for qwen3)
 both last_round --loss_scale last_round        # last_round+ignore_empty_think
 both keep_think --disable_ignore_empty_think true  # the empty think block trained, as ms-swift's switch says
@@ -68,6 +96,12 @@ dense=("${common[@]}")
 common=("${dense[@]}")
 common[2]="$TMP/moe"; common[4]=qwen3_moe  # --model, --model_type
 both moe
+# ms-swift's all-linear LoRA on it: PEFT 0.20 turns gate_proj/up_proj/down_proj (the dense layer's names) into the
+# experts' stacked weights, gate_up_proj at rank 2r and alpha 2 alpha, and leaves the dense MLP alone; with
+# ms-swift's default --lora_dropout 0.05 PEFT refuses (ms-swift 4.6 exits with its ValueError), swift exits 2.
+same_adapter moe_lora
+OMP_NUM_THREADS=1 run moe_lora_dropout 2 "$SWIFT" "${common[@]}" --tuner_type lora --output_dir "$TMP/sw_moe_dropout"
+has moe_lora_dropout_message "needs --lora_dropout 0" err
 # With the router's load-balancing loss (ms-swift: output_router_logits, transformers adds coef x aux to the loss):
 # the loss, and aux_loss itself, as ms-swift logs them, and its gradient. Without activation checkpointing: ms-swift
 # on one process checkpoints with use_reentrant=True, whose no-grad first pass leaves the router logits transformers
@@ -122,26 +156,8 @@ for fam in phi3 phi4; do
 done
 common[2]="$TMP/phi3"; common[4]=phi3; common[6]=phi3
 both phi3
-# LoRA on all linear layers: the random A matrices differ between the tools, so the adapters are compared by their
-# tensors' names and shapes (the fused layers under PEFT's names), and step 1's loss (B starts at zero).
-lora=(--tuner_type lora --lora_rank 4 --lora_alpha 8 --target_modules all-linear --lora_dropout 0 --max_steps 1)
-CUDA_VISIBLE_DEVICES= HF_HUB_OFFLINE=1 MODELSCOPE_OFFLINE=1 OMP_NUM_THREADS=1 \
-  run phi3_lora_ms_swift 0 "$MS_SWIFT" sft "${common[@]:1}" --output_dir "$TMP/ms_phi3_lora" "${lora[@]}"
-OMP_NUM_THREADS=1 run phi3_lora_swift 0 "$SWIFT" "${common[@]}" --output_dir "$TMP/sw_phi3_lora" "${lora[@]}"
-"$PY" - "$TMP/ms_phi3_lora" "$TMP/sw_phi3_lora" <<'P' && ok || bad "phi3_lora: swift's adapter or loss differs from ms-swift's"
-import glob, json, sys
-from safetensors import safe_open
-def adapter(d):
-    with safe_open(glob.glob(d + "/v*/checkpoint-*/adapter_model.safetensors")[0], "pt") as f:
-        return {k: tuple(f.get_slice(k).get_shape()) for k in f.keys()}
-def loss(d):
-    return [r for r in map(json.loads, open(glob.glob(d + "/v*/logging.jsonl")[0])) if "loss" in r][0]["loss"]
-ms, sw = adapter(sys.argv[1]), adapter(sys.argv[2])
-assert ms == sw, (sorted(set(ms.items()) ^ set(sw.items())))
-assert any("qkv_proj" in k for k in ms) and any("gate_up_proj" in k for k in ms), sorted(ms)
-assert abs(loss(sys.argv[1]) - loss(sys.argv[2])) <= 1e-4 * abs(loss(sys.argv[1])), (loss(sys.argv[1]), loss(sys.argv[2]))
-print(f"phi3_lora: {len(ms)} adapter tensors with the same names and shapes; step 1 loss {loss(sys.argv[2]):.6f}")
-P
+# LoRA on all linear layers, the fused ones under PEFT's names.
+same_adapter phi3_lora
 common[2]="$TMP/phi4"; common[4]=phi4; common[6]=phi4
 both phi4
 common=("${dense[@]}")

@@ -79,6 +79,22 @@ CASES = {
                                                   n_shared_experts=2, first_k_dense_replace=1),
                          dict(r=4, lora_alpha=16, use_rslora=True,
                               target_modules=["q_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj"])),
+    # ms-swift's all-linear on MoE models (its find_all_linears list): PEFT 0.20 turns gate_proj/up_proj/down_proj into
+    # the experts' stacked weights (gate_up_proj at rank 2r and alpha 2 alpha: rank_pattern/alpha_pattern), leaving the
+    # dense layer's and the shared experts' MLPs alone; rsLoRA on DeepSeek-V3 so that the doubled rank's scaling shows.
+    "qwen3_moe_msswift_all_linear": ("Qwen3MoeConfig", dict(head_dim=16, num_experts=4, num_experts_per_tok=2,
+                                                            moe_intermediate_size=32, norm_topk_prob=True,
+                                                            mlp_only_layers=[0]),
+                                     dict(r=4, lora_alpha=8, lora_dropout=0.0,
+                                          target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                          "down_proj"])),
+    "deepseek_v3_msswift_all_linear": ("DeepseekV3Config", dict(MLA, q_lora_rank=24, n_routed_experts=8,
+                                                                num_experts_per_tok=2, n_shared_experts=1,
+                                                                first_k_dense_replace=1, n_group=4, topk_group=2,
+                                                                routed_scaling_factor=2.5),
+                                       dict(r=2, lora_alpha=2, lora_dropout=0.0, use_rslora=True,
+                                            target_modules=["q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj",
+                                                            "o_proj", "gate_proj", "up_proj", "down_proj"])),
     # Phi-3: LoRA on the fused qkv_proj and gate_up_proj, under PEFT's names; all-linear with DoRA on Phi-4-mini's
     # shape (longrope over 0.75 of each head, tied).
     "phi3_fused": ("Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2, sliding_window=6),
@@ -90,6 +106,10 @@ CASES = {
                                                                      short_factor=[1.0, 1.1, 1.2, 1.5, 2.0, 3.0],
                                                                      long_factor=[1.0, 2.0, 3.0, 4.0, 6.0, 9.0])),
                              dict(r=4, lora_alpha=8, target_modules="all-linear", use_dora=True)),
+    # PEFT's rank_pattern / alpha_pattern on Linear layers (the first key matching a name's end after a '.').
+    "llama_rank_alpha_pattern": ("LlamaConfig", {}, dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
+                                                       rank_pattern={"q_proj": 8, r"layers\.1\.mlp\.down_proj": 2},
+                                                       alpha_pattern={"down_proj": 3})),
 }
 
 

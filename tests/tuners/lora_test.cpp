@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -244,12 +245,16 @@ TEST(Lora, LoadReportsMissingAndUnexpectedKeys) {
     EXPECT_NE(e.message().find("unexpected (1): base_model.model.stray.weight"), std::string::npos) << e.message();
   }
   j["lora_bias"] = true;
-  j["rank_pattern"] = {{"q_proj", 8}};
+  j["layers_to_transform"] = {0};
   io::write_json_file(tmp / "adapter" / "adapter_config.json", j);
   auto fresh2 = test::random_model(test::tiny_config("llama"), 8);
   const auto msg = error_of([&] { tuners::load_adapter(fresh2, tmp / "adapter"); });
   EXPECT_NE(msg.find("lora_bias = true"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("rank_pattern"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("layers_to_transform"), std::string::npos) << msg;
+  j["rank_pattern"] = {{"q_proj", 8.5}};
+  io::write_json_file(tmp / "adapter" / "adapter_config.json", j);
+  EXPECT_NE(error_of([&] { tuners::load_adapter(fresh2, tmp / "adapter"); }).find("rank_pattern['q_proj'] must be an integer"),
+            std::string::npos);
   EXPECT_NE(error_of([&] { tuners::load_adapter(fresh2, tmp / "nowhere"); }).find("no adapter_config.json"),
             std::string::npos);
 }
@@ -629,4 +634,79 @@ TEST(ExpertLora, ExpertsAloneSaveAndLoad) {
   auto loaded = test::random_model(test::tiny_config("mixtral"), 9);
   tuners::load_adapter(loaded, dir.path() / "adapter");
   EXPECT_EQ((logits(loaded) - logits(m)).abs().max().item<double>(), 0.0);
+}
+
+// ms-swift's all-linear on a mixture-of-experts model, as PEFT 0.20 converts it: the names the experts' projections
+// had before transformers v5 fused them leave target_modules and adapt the stacked weights instead (gate_up_proj at
+// rank 2r, alpha 2 alpha); the dense layer's MLP of those names is not adapted. Models without such Linear layers
+// (every layer sparse, no shared expert: Qwen3-30B-A3B) keep attention alone, and other families are untouched.
+TEST(ExpertLora, AllLinearOnMixtureOfExpertsConvertsAsPeft) {
+  auto m = test::random_model(test::tiny_config("qwen3_moe"), 9);  // layer 0 dense, layer 1 sparse
+  LoraConfig c;
+  c.r = 2;
+  c.lora_alpha = 4;
+  c.use_rslora = true;
+  c.lora_dropout = 0;
+  const LoraConfig converted = tuners::convert_expert_targets(m, c);
+  EXPECT_EQ(converted.target_modules, (std::vector<std::string>{"q_proj", "k_proj", "v_proj", "o_proj"}));
+  EXPECT_EQ(converted.target_parameters, (std::vector<std::string>{"gate_up_proj", "down_proj"}));
+  ASSERT_EQ(converted.rank_pattern.size(), 1u);
+  EXPECT_EQ(converted.rank_pattern[0], (std::pair<std::string, int64_t>{".*\\.gate_up_proj", 4}));
+  EXPECT_EQ(converted.alpha_pattern[0].second, 8.0);
+  EXPECT_EQ(converted.rank_for("model.layers.1.mlp.experts.gate_up_proj"), 4);
+  EXPECT_EQ(converted.rank_for("model.layers.1.mlp.experts.down_proj"), 2);
+  EXPECT_DOUBLE_EQ(converted.scaling_for("model.layers.1.mlp.experts.gate_up_proj"), 8.0 / 2.0);  // rsLoRA: 2a/sqrt(2r)
+  const auto wrapped = tuners::apply_lora(m, converted, 1);
+  EXPECT_EQ(wrapped.size(), 8u);  // q/k/v/o on both layers; not layer 0's gate/up/down_proj
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (auto& [name, p] : tuners::trainable_parameters(m)) shapes[name] = p.sizes().vec();
+  EXPECT_EQ(shapes["model.layers.1.mlp.experts.base_layer.lora_A.weight"], (std::vector<int64_t>{4 * 4, 64}));
+  EXPECT_EQ(shapes["model.layers.1.mlp.experts.lora_A.weight"], (std::vector<int64_t>{2 * 4, 32}));
+  EXPECT_FALSE(shapes.count("model.layers.0.mlp.gate_proj.lora_A.weight"));
+  test::TempDir dir("expert_lora_converted");
+  tuners::save_adapter(m, converted, dir.path() / "adapter");
+  const auto written = io::read_json_file(dir.path() / "adapter" / "adapter_config.json");
+  EXPECT_EQ(written.at("rank_pattern"), (nlohmann::json{{".*\\.gate_up_proj", 4}}));
+  EXPECT_EQ(written.at("alpha_pattern"), (nlohmann::json{{".*\\.gate_up_proj", 8}}));
+  auto loaded = test::random_model(test::tiny_config("qwen3_moe"), 9);
+  tuners::load_adapter(loaded, dir.path() / "adapter");
+  EXPECT_EQ((logits(loaded) - logits(m)).abs().max().item<double>(), 0.0);
+
+  // What PEFT (and so ms-swift) refuses: the default dropout on the experts, half of the fused pair.
+  auto fresh = test::random_model(test::tiny_config("qwen3_moe"), 9);
+  c.lora_dropout = 0.05;
+  EXPECT_NE(error_of([&] { tuners::convert_expert_targets(fresh, c); }).find("--lora_dropout 0"), std::string::npos);
+  c.lora_dropout = 0;
+  c.target_modules = {"q_proj", "gate_proj"};
+  EXPECT_NE(error_of([&] { tuners::convert_expert_targets(fresh, c); }).find("without up_proj"), std::string::npos);
+  c.target_modules = {"up_proj", "down_proj"};
+  EXPECT_NE(error_of([&] { tuners::convert_expert_targets(fresh, c); }).find("without gate_proj"), std::string::npos);
+  c.target_modules = {"gate"};
+  EXPECT_NE(error_of([&] { tuners::convert_expert_targets(fresh, c); }).find("names the router"), std::string::npos);
+  c.target_regex = ".*q_proj";
+  EXPECT_NE(error_of([&] { tuners::convert_expert_targets(fresh, c); }).find("--target_regex on qwen3_moe"),
+            std::string::npos);
+
+  // Mixtral's former names: w1 and w3 are the fused pair, w2 the down projection.
+  auto mixtral = test::random_model(test::tiny_config("mixtral"), 9);
+  LoraConfig x;
+  x.lora_dropout = 0;
+  x.target_modules = {"q_proj", "w1", "w3", "w2"};
+  const auto mx = tuners::convert_expert_targets(mixtral, x);
+  EXPECT_EQ(mx.target_modules, std::vector<std::string>{"q_proj"});
+  EXPECT_EQ(mx.target_parameters, (std::vector<std::string>{"gate_up_proj", "down_proj"}));
+  EXPECT_EQ(mx.rank_for("model.layers.0.mlp.experts.gate_up_proj"), 16);
+  // Qwen2-MoE: transformers 5.19 leaves it out of its conversion table, so PEFT (and swift) adapt its shared expert.
+  auto qwen2_moe = test::random_model(test::tiny_config("qwen2_moe"), 9);
+  EXPECT_EQ(tuners::convert_expert_targets(qwen2_moe, x).target_modules, x.target_modules);
+
+  // Every layer sparse, no shared expert: all-linear is the attention alone, unconverted (default dropout fine).
+  auto all_sparse_config = test::tiny_config("qwen3_moe");
+  all_sparse_config.erase("mlp_only_layers");
+  auto all_sparse = test::random_model(all_sparse_config, 9);
+  LoraConfig d;
+  EXPECT_EQ(tuners::convert_expert_targets(all_sparse, d).target_modules, std::vector<std::string>{"all-linear"});
+  EXPECT_TRUE(tuners::convert_expert_targets(all_sparse, d).target_parameters.empty());
+  auto dense = test::random_model(test::tiny_config("qwen3"), 9);  // not a converted family
+  EXPECT_EQ(tuners::convert_expert_targets(dense, d).target_modules, std::vector<std::string>{"all-linear"});
 }

@@ -53,8 +53,17 @@ struct LoraConfig {
   std::string base_model_name_or_path;  // written to adapter_config.json (null when empty)
   std::string task_type = "CAUSAL_LM";
 
+  // PEFT's rank_pattern / alpha_pattern: the rank and alpha of a module (or expert weight) whose name a key, a regular
+  // expression, matches at its end after a '.' (PEFT's get_pattern_key; the first key that matches); r and lora_alpha
+  // elsewhere. On mixture-of-experts models PEFT 0.20 sets both for the fused experts' gate_up_proj (2r, 2 alpha).
+  std::vector<std::pair<std::string, int64_t>> rank_pattern;
+  std::vector<std::pair<std::string, double>> alpha_pattern;
+
   // alpha / r, or alpha / sqrt(r) with use_rslora.
   double scaling() const;
+  // The rank, and alpha / rank (or / sqrt(rank)), of the module or expert weight `name` (patterns applied).
+  int64_t rank_for(const std::string& name) const;
+  double scaling_for(const std::string& name) const;
 };
 
 // Checks values (r > 0, dropout in [0, 1), bias "none"); a UsageError lists every problem.
@@ -64,8 +73,18 @@ void validate(const LoraConfig& config);
 // apply_lora returned) expands "all-linear" into the sorted module suffixes it selected, as ms-swift writes it.
 nlohmann::json to_adapter_config_json(const LoraConfig& config, const std::vector<std::string>& wrapped = {});
 // Parses a PEFT adapter_config.json; `source` names the file in errors. Features swift does not implement
-// (rank/alpha patterns, layers_to_transform, LoRA bias, ...) are UsageErrors naming the field.
+// (layers_to_transform, LoRA bias, ...) are UsageErrors naming the field.
 LoraConfig parse_adapter_config(const nlohmann::json& j, const std::string& source);
+
+// PEFT 0.20 on a transformers-v5 mixture-of-experts model (qwen2_moe, qwen3_moe, deepseek_v2/v3, mixtral): targets
+// named as the experts' projections were before transformers fused them (gate_proj, up_proj, down_proj; Mixtral's
+// w1, w3, w2), all-linear's included, leave target_modules and adapt the experts' stacked weights instead
+// (target_parameters gate_up_proj, down_proj; gate_up_proj at rank 2r and alpha 2 alpha), so the dense layers' and
+// shared experts' MLPs of the same names are not adapted. ms-swift passes all-linear to PEFT as that list of names,
+// so its LoRA is this. Returns the config apply_lora then uses (unchanged for other models); a UsageError for
+// half of a fused pair (gate without up) or the router (gate), as PEFT refuses the one and swift has no LoRA on the
+// other yet.
+LoraConfig convert_expert_targets(model::CausalLM& model, const LoraConfig& config);
 
 // Attaches LoRA to every model::Linear that config selects, freezes every base parameter
 // (requires_grad false) and makes modules_to_save trainable. LoRA weights are initialised per
