@@ -77,6 +77,12 @@ nlohmann::json tiny_config(const std::string& family) {
     j["partial_rotary_factor"] = 0.75;
     j["pad_token_id"] = 0;
   }
+  if (family == "glm4") {  // RoPE over the first half of each head, in adjacent pairs; GLM's sandwich norms
+    j["head_dim"] = 16;
+    j["partial_rotary_factor"] = 0.5;
+    j["pad_token_id"] = 0;
+    j["eos_token_id"] = 2;
+  }
   if (family == "mixtral") {  // 4 experts of intermediate_size, top 2, on every layer
     j["num_local_experts"] = 4;
     j["num_experts_per_tok"] = 2;

@@ -137,9 +137,10 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at
       sliding_window_(c.layer_sliding_window.at(static_cast<size_t>(layer_index))),
       scale_(c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim))),
       softcap_(c.attn_logit_softcapping),
-      sliding_rope_(sliding_window_ > 0 && c.sliding_rope.has_value()) {
+      sliding_rope_(sliding_window_ > 0 && c.sliding_rope.has_value()),
+      rope_interleaved_(c.rope_interleaved) {
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
-  if (c.fused_projections) {
+  if (c.fused_qkv) {
     qkv_proj = register_module("qkv_proj", Linear(c.hidden_size, c.q_dim() + 2 * c.kv_dim(), qkv_bias, options));
   } else {
     q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
@@ -201,7 +202,14 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs
   }
   const at::Tensor& cos = sliding_rope_ ? in.sliding_cos : in.cos;
   const at::Tensor& sin = sliding_rope_ ? in.sliding_sin : in.sin;
-  std::tie(q, k) = apply_rotary(q.transpose(1, 2), k.transpose(1, 2), cos, sin);  // [B, H, T, D]
+  q = q.transpose(1, 2);  // [B, H, T, D]
+  k = k.transpose(1, 2);
+  if (rope_interleaved_) {  // GLM-4: the rotated pairs regrouped as halves, queries and keys alike (the rest stays)
+    const int64_t rotary = cos.size(-1);
+    q = at::cat({pairs_to_halves(q.narrow(-1, 0, rotary)), q.narrow(-1, rotary, head_dim_ - rotary)}, -1);
+    k = at::cat({pairs_to_halves(k.narrow(-1, 0, rotary)), k.narrow(-1, rotary, head_dim_ - rotary)}, -1);
+  }
+  std::tie(q, k) = apply_rotary(q, k, cos, sin);
 
   if (in.cache) {
     auto& ck = in.cache->keys.at(static_cast<size_t>(layer_index_));
@@ -229,7 +237,7 @@ MLPImpl::MLPImpl(const ModelConfig& c, const at::TensorOptions& options) : MLPIm
 
 MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& options)
     : gelu_tanh_(c.hidden_act == "gelu_pytorch_tanh") {
-  if (c.fused_projections) {
+  if (c.fused_gate_up) {
     gate_up_proj = register_module("gate_up_proj", Linear(c.hidden_size, 2 * width, c.mlp_bias, options));
   } else {
     gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
@@ -240,7 +248,7 @@ MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& o
 
 at::Tensor MLPImpl::forward(const at::Tensor& input) {
   at::Tensor gate, up;
-  if (gate_up_proj) {  // Phi-3: the gate's rows, then up's
+  if (gate_up_proj) {  // Phi-3, GLM-4: the gate's rows, then up's
     const auto halves = gate_up_proj(input).chunk(2, -1);
     gate = halves[0];
     up = halves[1];
@@ -262,10 +270,13 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, co
   else
     mlp = register_module("mlp", MLP(c, options));
   input_layernorm = register_module("input_layernorm", make_norm(c, c.hidden_size, options));
-  post_attention_layernorm = register_module("post_attention_layernorm", make_norm(c, c.hidden_size, options));
-  if (c.sandwich_norms) {
-    pre_feedforward_layernorm = register_module("pre_feedforward_layernorm", make_norm(c, c.hidden_size, options));
-    post_feedforward_layernorm = register_module("post_feedforward_layernorm", make_norm(c, c.hidden_size, options));
+  if (c.sandwich_norms) {  // the family's names: after the attention, before the MLP, after it
+    const auto& names = c.sandwich_norm_names;
+    post_attention_layernorm = register_module(names.at(0), make_norm(c, c.hidden_size, options));
+    pre_feedforward_layernorm = register_module(names.at(1), make_norm(c, c.hidden_size, options));
+    post_feedforward_layernorm = register_module(names.at(2), make_norm(c, c.hidden_size, options));
+  } else {
+    post_attention_layernorm = register_module("post_attention_layernorm", make_norm(c, c.hidden_size, options));
   }
 }
 
@@ -275,7 +286,7 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs&
     const at::Tensor normed = post_attention_layernorm(h);
     return h + (moe ? moe->forward(normed) : mlp(normed));
   }
-  if (pre_feedforward_layernorm) {  // Gemma 2/3: each sublayer's output is normalised before its residual add
+  if (pre_feedforward_layernorm) {  // Gemma 2/3, GLM-4: each sublayer's output is normalised before its residual add
     const auto h = x + post_attention_layernorm(self_attn(input_layernorm(x), in));
     const at::Tensor normed = pre_feedforward_layernorm(h);
     return h + post_feedforward_layernorm(moe ? moe->forward(normed) : mlp(normed));

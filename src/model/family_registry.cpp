@@ -261,12 +261,31 @@ void apply_deepseek_v3(const json& j, ModelConfig& c, std::vector<std::string>& 
   routing_groups(j, m, problems, 8, 4, 2);
 }
 
+// The RoPE object of config.json: transformers v5's rope_parameters, or the older rope_scaling; null when neither.
+const json* rope_object(const json& j) {
+  return j.contains("rope_parameters") && j.at("rope_parameters").is_object() ? &j.at("rope_parameters")
+         : j.contains("rope_scaling") && j.at("rope_scaling").is_object()     ? &j.at("rope_scaling")
+                                                                              : nullptr;
+}
+
+// partial_rotary_factor, in the RoPE object or at the top level (transformers moves it into rope_parameters): RoPE
+// rotates the first int(head_dim * factor) dimensions of each head, which must be a positive even number.
+void partial_rotary(const json& j, ModelConfig& c, std::vector<std::string>& problems, double fallback) {
+  const json* rope = rope_object(j);
+  c.rope.partial_rotary_factor = number(rope ? *rope : j, "partial_rotary_factor", number(j, "partial_rotary_factor", fallback));
+  const int64_t rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rope.partial_rotary_factor);
+  if (!(c.rope.partial_rotary_factor > 0 && c.rope.partial_rotary_factor <= 1) || rotary % 2 != 0 || rotary == 0)
+    problems.push_back("partial_rotary_factor " + json(c.rope.partial_rotary_factor).dump() + " must rotate an even number of " +
+                       "each head's " + std::to_string(c.head_dim) + " dimensions");
+}
+
 // Phi-3, Phi-3.5 and Phi-4 (mini): Llama's computation with fused qkv_proj and gate_up_proj, a sliding window on every
 // layer when sliding_window is set, longrope ("su" in the first files) with the pretraining length at the top level
 // (original_max_position_embeddings, 4096 when absent), and RoPE over partial_rotary_factor of each head (Phi-4-mini).
 void apply_phi3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
   class_defaults(j, c, 1e4, 1e-5, 4096);
-  c.fused_projections = true;
+  c.fused_qkv = true;
+  c.fused_gate_up = true;
   explicit_head_dim(j, c, c.head_dim);
   if (flag(j, "attention_bias", false) || flag(j, "mlp_bias", false))
     problems.push_back("attention_bias / mlp_bias true are not supported: Phi-3's projections have no bias");
@@ -279,22 +298,35 @@ void apply_phi3(const json& j, ModelConfig& c, std::vector<std::string>& problem
   if (c.rope.type != "default" && c.rope.type != "longrope")
     problems.push_back("rope scaling \"" + c.rope.type + "\" is not supported by Phi-3 (default, longrope)");
   c.rope.original_max_position_embeddings = integer(j, "original_max_position_embeddings", 4096);
-  const json* rope = j.contains("rope_parameters") && j.at("rope_parameters").is_object() ? &j.at("rope_parameters")
-                     : j.contains("rope_scaling") && j.at("rope_scaling").is_object() ? &j.at("rope_scaling")
-                                                                                     : nullptr;
-  c.rope.partial_rotary_factor = number(rope ? *rope : j, "partial_rotary_factor", number(j, "partial_rotary_factor", 1.0));
+  const json* rope = rope_object(j);
+  partial_rotary(j, c, problems, 1.0);
   if (c.rope.type == "longrope" && !(rope && rope->contains("factor") && rope->at("factor").is_number()))
     c.rope.factor = static_cast<double>(c.max_position_embeddings) / static_cast<double>(c.rope.original_max_position_embeddings);
-  const int64_t rotary = static_cast<int64_t>(static_cast<double>(c.head_dim) * c.rope.partial_rotary_factor);
-  if (!(c.rope.partial_rotary_factor > 0 && c.rope.partial_rotary_factor <= 1) || rotary % 2 != 0 || rotary == 0)
-    problems.push_back("partial_rotary_factor " + json(c.rope.partial_rotary_factor).dump() + " must rotate an even number of " +
-                       "each head's " + std::to_string(c.head_dim) + " dimensions");
   // transformers builds a sliding-window mask for every layer when sliding_window is set.
   if (j.contains("sliding_window") && !j.at("sliding_window").is_null()) {
     const int64_t window = integer(j, "sliding_window", 0);
     if (window <= 0) problems.push_back("sliding_window must be a positive integer or null, got " + j.at("sliding_window").dump());
     c.layer_sliding_window.assign(static_cast<size_t>(c.num_hidden_layers), std::max<int64_t>(window, 0));
   }
+}
+
+// GLM-4-0414 and GLM-Z1 (model_type glm4): q/k/v with biases and o_proj without, a fused gate_up_proj, sandwich norms in
+// GLM's names, and RoPE over the first half of each head (partial_rotary_factor 0.5) in adjacent pairs.
+void apply_glm4(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1.5625e-07, 131072);
+  explicit_head_dim(j, c, 128);  // Glm4Config's default
+  c.qkv_bias = flag(j, "attention_bias", true);
+  c.attention_bias = false;
+  c.fused_gate_up = true;
+  c.rope_interleaved = true;
+  c.sandwich_norms = true;
+  c.sandwich_norm_names = {"post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"};
+  partial_rotary(j, c, problems, 0.5);
+  if (number(j, "attention_dropout", 0.0) != 0.0)
+    problems.push_back("attention_dropout " + j.at("attention_dropout").dump() +
+                       " is not supported (swift trains without dropout; set it to 0.0, as GLM-4's released configs do)");
+  if (c.rope.type == "longrope") problems.push_back("longrope is not supported by GLM-4 (its RoPE rotates adjacent pairs)");
+  if (!j.contains("pad_token_id")) c.pad_token_id = 151329;  // Glm4Config's (<|endoftext|>) when config.json names none
 }
 
 // Gemma: Llama's layout with (1 + w) norms, embeddings scaled by sqrt(hidden_size) and tied by default, 256-wide heads
@@ -401,6 +433,7 @@ const std::vector<ModelFamily>& model_families() {
       {"gemma3_text", {"Gemma3ForCausalLM"}, "gemma3_text", apply_gemma3_text, "Gemma3TextForSequenceClassification"},
       // ms-swift's templates: phi3 for Phi-3/3.5/4-mini, phi4 for Phi-4 (14B, a ChatML-like tokenizer)
       {"phi3", {"Phi3ForCausalLM"}, "phi3", apply_phi3, "", "<|im_sep|>", "phi4"},
+      {"glm4", {"Glm4ForCausalLM"}, "glm4", apply_glm4},
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
       {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama

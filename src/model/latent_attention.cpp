@@ -6,21 +6,9 @@
 #include <cmath>
 
 #include "swift/core/error.h"
+#include "swift/model/rope.h"
 
 namespace swift::model {
-
-namespace {
-// DeepSeek's weights rotate adjacent pairs (x0, x1), (x2, x3)...; moving the even dimensions before the odd ones makes
-// that the usual rotation of halves. Queries and keys are permuted alike, so their products are unchanged.
-at::Tensor pairs_to_halves(const at::Tensor& x) {
-  const int64_t d = x.size(-1);
-  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
-  shape.push_back(d / 2);
-  shape.push_back(2);
-  auto split = x.reshape(shape).transpose(-1, -2);
-  return split.reshape(x.sizes());
-}
-}  // namespace
 
 double latent_attention_scale(const ModelConfig& c) {
   double scale = 1.0 / std::sqrt(static_cast<double>(c.latent_attention->qk_head_dim()));

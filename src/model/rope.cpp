@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <vector>
 
 namespace swift::model {
 
@@ -134,6 +135,14 @@ at::Tensor rotate_half(const at::Tensor& x) {
   return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 }  // namespace
+
+at::Tensor pairs_to_halves(const at::Tensor& x) {
+  const int64_t d = x.size(-1);
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 1);
+  shape.push_back(d / 2);
+  shape.push_back(2);
+  return x.reshape(shape).transpose(-1, -2).reshape(x.sizes());
+}
 
 std::pair<at::Tensor, at::Tensor> apply_rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,
                                                const at::Tensor& sin) {

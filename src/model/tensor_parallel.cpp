@@ -134,9 +134,10 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   if (c.latent_attention)
     return "the latent attention of " + c.model_type + " is not split over tensor-parallel ranks yet (use --ep_size, "
            "--pp_size or ZeRO for DeepSeek models)";
-  if (c.fused_projections)
-    return "the fused qkv_proj / gate_up_proj of " + c.model_type + " are not split over tensor-parallel ranks yet "
-           "(use --pp_size, ZeRO or data parallelism for Phi-3 models)";
+  if (c.fused_qkv || c.fused_gate_up)
+    return std::string("the fused ") + (c.fused_qkv ? "qkv_proj / gate_up_proj of " + c.model_type + " are"
+                                                    : "gate_up_proj of " + c.model_type + " is") +
+           " not split over tensor-parallel ranks yet (use --pp_size, ZeRO or data parallelism)";
   auto not_divided = [&](const char* what, int64_t n) {
     return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
            std::to_string(size);

@@ -238,7 +238,7 @@ int run_batch(Session& s, const InferOptions& o) {
     for (size_t k = 0; k < results.size(); ++k) {
       const auto& r = results[k];
       nlohmann::ordered_json row = {{"messages", templates::conversation_to_json(prompts[k])},
-                  {"response", s.tokenizer->decode(r.tokens, /*skip_special_tokens=*/true)},
+                  {"response", s.chat->reply_text(s.tokenizer->decode(r.tokens, /*skip_special_tokens=*/true), s.enable_thinking)},
                   {"labels", labels[k] ? json(*labels[k]) : json(nullptr)},
                   {"finish_reason", r.finish_reason},
                   {"usage", {{"prompt_tokens", r.prompt_tokens},
@@ -326,12 +326,20 @@ int run_interactive(Session& s) {
     const auto params = params_for(s, static_cast<int64_t>(ids.size()), "the conversation");
     tokenizer::StreamDecoder stream(*s.tokenizer, /*skip_special_tokens=*/true);
     std::cout << ">>> " << std::flush;
+    std::string streamed;  // what has been printed of the reply
+    auto print = [&](const std::string& piece) {
+      const std::string shown = streamed.empty() ? s.chat->reply_text(piece, s.enable_thinking) : piece;
+      streamed += shown;
+      std::cout << shown << std::flush;
+    };
     auto on_token = [&](size_t, int64_t token, bool is_stop) {
-      if (s.stream && !is_stop) std::cout << stream.push(token) << std::flush;
+      if (s.stream && !is_stop) print(stream.push(token));
     };
     const auto result = s.generator.generate({ids}, params, on_token)[0];
-    const std::string reply = s.tokenizer->decode(result.tokens, /*skip_special_tokens=*/true);
-    std::cout << (s.stream ? stream.flush() : reply) << "\n";
+    const std::string reply = s.chat->reply_text(s.tokenizer->decode(result.tokens, /*skip_special_tokens=*/true), s.enable_thinking);
+    if (s.stream) print(stream.flush());
+    else std::cout << reply;
+    std::cout << "\n";
     history.push_back({templates::Role::kAssistant, reply, std::nullopt, std::nullopt, {}});
   }
   std::cout << "\n";

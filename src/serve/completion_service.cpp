@@ -135,6 +135,8 @@ std::unique_ptr<Job> CompletionService::start_chat(const ChatRequest& r) {
   job->top_logprobs_ = r.top_logprobs;
   job->model_ = r.model.empty() ? options_.model_id : r.model;
   if (!r.tools.empty()) job->agent_ = chat_.agent_template();  // encode_prompt checked that there is one
+  job->reply_template_ = &chat_;
+  job->enable_thinking_ = r.enable_thinking ? r.enable_thinking : options_.enable_thinking;
   return submit(std::move(job), r.sampling, {ids}, r.logprobs, r.top_logprobs, r.sampling.prompt_logprobs, adapter);
 }
 
@@ -241,6 +243,10 @@ bool Job::done() const {
   return true;
 }
 
+void Job::append_reply_text(Sequence& s, const std::string& piece) const {
+  s.text += s.text.empty() && reply_template_ ? reply_template_->reply_text(piece, enable_thinking_) : piece;
+}
+
 int64_t Job::pump(std::chrono::milliseconds wait) {
   auto event = stream_->next(wait);
   if (!event) return -1;
@@ -260,7 +266,7 @@ int64_t Job::pump(std::chrono::milliseconds wait) {
       if (event->logprob) s.logprobs.push_back(*event->logprob);
       {
         const size_t before = s.text.size();
-        s.text += s.decoder->push(event->token);
+        append_reply_text(s, s.decoder->push(event->token));
         if (!stop_.empty() && cut_at_stop(s.text, before, stop_)) {
           s.stopped = true;
           stream_->finish(event->index);
@@ -270,7 +276,7 @@ int64_t Job::pump(std::chrono::milliseconds wait) {
     case SequenceEvent::Kind::kFinished:
       if (!s.stopped) {
         const size_t before = s.text.size();
-        s.text += s.decoder->flush();
+        append_reply_text(s, s.decoder->flush());
         if (!stop_.empty() && cut_at_stop(s.text, before, stop_)) s.stopped = true;
       }
       s.finish_reason = s.stopped ? "stop" : event->finish_reason;

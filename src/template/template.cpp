@@ -238,6 +238,13 @@ std::vector<std::string> Template::stop_words() const {
   return words;
 }
 
+std::string Template::reply_text(std::string decoded, std::optional<bool> enable_thinking) const {
+  const bool thinking = enable_thinking.value_or(default_enable_thinking());
+  const std::string& response_prefix = thinking ? meta_.thinking_prefix : meta_.non_thinking_prefix;
+  if (meta_.open_prompt_drops_newline && response_prefix.empty()) decoded.erase(0, decoded.find_first_not_of('\n'));
+  return decoded;
+}
+
 std::vector<int64_t> Template::stop_token_ids() const {
   std::vector<int64_t> ids;
   for (const auto& word : stop_words()) {
@@ -264,6 +271,12 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
                 "choose how tools are written with --agent_template hermes, llama3 or react_en");
     return *agent;
   };
+  if (meta_.tool_turns_need_agent_template && !agent)
+    for (size_t i = 0; i < messages.size(); ++i)
+      SWIFT_CHECK(messages[i].role != Role::kTool, DataError,
+                  "messages[" + std::to_string(i) + "] is a tool result, and chat template '" + meta_.name +
+                      "' writes tool turns in ms-swift's " + meta_.name + " agent format, which swift does not have yet",
+                  "choose how tools are written with --agent_template hermes, llama3 or react_en");
   // How tool results are written: the agent template's way, else the chat template's.
   const ToolFormat tool_format = !agent                               ? meta_.tool_format
                                  : *agent == AgentTemplate::kHermes   ? ToolFormat::kHermes
@@ -489,6 +502,10 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       if (!response_prefix().empty()) out.push_back(Context::of_text(response_prefix(), ContextType::kOther));
     }
   }
+  // GLM-4: a rendering that ends open at the generation prompt leaves its newline for the model to write.
+  if (meta_.open_prompt_drops_newline && !out.empty() && out.back().type == ContextType::kOther && out.back().ids.empty() &&
+      ends_with(out.back().text, "<|assistant|>\n"))
+    out.back().text.pop_back();
   if (!post_eos.empty()) out.push_back(Context::of_ids(post_eos, ContextType::kSuffix));
 
   // Loss (ms-swift's LossScale with binary weights): a reply's own `loss` wins; else `all` marks everything,

@@ -1,4 +1,4 @@
-// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek,microsoft}.py, ms-swift
+// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek,microsoft,glm}.py, ms-swift
 // 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is Mistral-7B-Instruct's [INST]
 // format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
 #include "swift/template/template_meta.h"
@@ -195,6 +195,26 @@ TemplateMeta phi4() {
   return m;
 }
 
+// GLM-4-0414 and GLM-Z1: [gMASK]<sop>, then <|system|> / <|user|> / <|assistant|> turns with nothing between them, the
+// last reply closed by <|user|>; a prompt left open ends at <|assistant|> (ms-swift's GLM4Template strips the newline).
+TemplateMeta glm4() {
+  TemplateMeta m;
+  m.name = "glm4";
+  m.description = "GLM-4-0414 / GLM-Z1 ([gMASK]<sop><|user|>\n...<|assistant|>\n), no default system prompt";
+  m.prefix = {"[gMASK]<sop>"};
+  m.system_prefix = {"[gMASK]<sop><|system|>\n{{SYSTEM}}"};
+  m.prompt = {"<|user|>\n{{QUERY}}"};
+  m.generation_prompt = {"<|assistant|>\n"};
+  m.suffix = {"<|user|>"};
+  m.auto_add_bos = true;
+  m.stop_words = {"<|endoftext|>", "<|user|>", "<|observation|>"};
+  m.required_tokens = {"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>"};
+  m.thinking_prefix = "<think>";
+  m.open_prompt_drops_newline = true;
+  m.tool_turns_need_agent_template = true;
+  return m;
+}
+
 TemplateMeta default_template() {
   TemplateMeta m;
   m.name = "default";
@@ -236,6 +256,7 @@ std::map<std::string, TemplateMeta, std::less<>> build_registry() {
   all.push_back(deepseek_r1());
   all.push_back(phi3());
   all.push_back(phi4());
+  all.push_back(glm4());
   all.push_back(default_template());
   std::map<std::string, TemplateMeta, std::less<>> registry;
   for (auto& m : all) registry.emplace(m.name, std::move(m));

@@ -44,10 +44,10 @@ double layer_expert_parameters(const model::ModelConfig& c) {
 double lora_layer_parameters(const model::ModelConfig& c, int64_t rank) {
   const double h = static_cast<double>(c.hidden_size);
   const double q = static_cast<double>(c.q_dim()), kv = static_cast<double>(c.kv_dim());
-  const bool fused = c.fused_projections;  // Phi-3: one LoRA on gate_up_proj (and on qkv_proj)
-  auto mlp = [h, fused](double width) { return (fused ? h + 2 * width : 2 * (h + width)) + (width + h); };
+  const bool fused_mlp = c.fused_gate_up;  // Phi-3, GLM-4: one LoRA on gate_up_proj (Phi-3: and one on qkv_proj)
+  auto mlp = [h, fused_mlp](double width) { return (fused_mlp ? h + 2 * width : 2 * (h + width)) + (width + h); };
   double attention = (h + q) + 2 * (h + kv) + (q + h);
-  if (fused) attention = (h + q + 2 * kv) + (q + h);
+  if (c.fused_qkv) attention = (h + q + 2 * kv) + (q + h);
   if (const auto& a = c.latent_attention) {  // DeepSeek's MLA: each projection's LoRA, in + out wide
     const double heads = static_cast<double>(c.num_attention_heads), qr = static_cast<double>(a->q_lora_rank);
     const double kr = static_cast<double>(a->kv_lora_rank), query = heads * static_cast<double>(a->qk_head_dim());

@@ -2,7 +2,7 @@
 # End-to-end against ms-swift itself: the same `sft` command line, pasted into both tools on a tiny random Qwen3
 # (the qwen3 template: its empty <think></think> block carries no loss, ms-swift's automatic
 # "+ignore_empty_think"), and with GaLore's optimizer, must log the same loss, grad norm, token accuracy and learning
-# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2, Gemma 3, DeepSeek-V3, DeepSeek-V2 and Phi-3 models.
+# rate step for step; then Qwen3-MoE, Mixtral, Gemma 2, Gemma 3, DeepSeek-V3, DeepSeek-V2, Phi-3 and GLM-4 models.
 # ms-swift (PyPI, installed by scripts/setup.sh --tests) runs on the CPU, offline. Usage: msswift_loss_test.sh swift
 set -uo pipefail
 SWIFT="$1"
@@ -148,10 +148,10 @@ both deepseek_v3
 both deepseek_v3_router_coef --router_aux_loss_coef 0.05
 common[2]="$TMP/deepseek_v2"; common[4]=deepseek_v2; common[6]=deepseek
 both deepseek_v2
-# Phi-3 (tests/e2e/make_phi3_config.py: fused qkv_proj/gate_up_proj; phi3 with longrope whose pretraining length 16 the
+# Phi-3 (tests/e2e/make_family_config.py: fused qkv_proj/gate_up_proj; phi3 with longrope whose pretraining length 16 the
 # rows pass, over 0.75 of each head, tied; phi4 on Phi-4's tokenizer and template): full training.
-for fam in phi3 phi4; do
-  "$PY" "$ROOT/tests/e2e/make_phi3_config.py" "$fam" "$TMP/${fam}_config" || bad "make_phi3_config $fam"
+for fam in phi3 phi4 glm4; do
+  "$PY" "$ROOT/tests/e2e/make_family_config.py" "$fam" "$TMP/${fam}_config" || bad "make_family_config $fam"
   run "export_$fam" 0 "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 7 --output_dir "$TMP/$fam"
 done
 common[2]="$TMP/phi3"; common[4]=phi3; common[6]=phi3
@@ -160,6 +160,11 @@ both phi3
 same_adapter phi3_lora
 common[2]="$TMP/phi4"; common[4]=phi4; common[6]=phi4
 both phi4
+# GLM-4-0414 (make_family_config.py glm4: the glm4 template's [gMASK]<sop> and <|user|> after the last reply; GLM's
+# sandwich norms and paired RoPE): full training, and all-linear LoRA (q/k/v with biases, the fused gate_up_proj).
+common[2]="$TMP/glm4"; common[4]=glm4; common[6]=glm4
+both glm4
+same_adapter glm4_lora
 common=("${dense[@]}")
 # swift rlhf scores replies under the same rule (ms-swift: last_round+ignore_empty_think): DPO's loss, grad norm,
 # rewards and log probabilities step for step. --gradient_accumulation_steps 1 is given because ms-swift's

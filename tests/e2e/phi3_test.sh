@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end: Phi-3 and Phi-4 through the binary, on tiny random models (tests/e2e/make_phi3_config.py: fused qkv_proj
+# End-to-end: Phi-3 and Phi-4 through the binary, on tiny random models (tests/e2e/make_family_config.py: fused qkv_proj
 # and gate_up_proj; phi3 with longrope over 0.75 of each head and the pretraining length 16, tied; phi4 on Phi-4's
 # tokenizer). Usage: phi3_test.sh swift
 #  - full training picks the template by itself (phi3; phi4 where the tokenizer has <|im_sep|>), and two pipeline
@@ -17,7 +17,7 @@ need_python json numpy safetensors transformers
 source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
 
 for fam in phi3 phi4; do
-  "$PY" "$ROOT/tests/e2e/make_phi3_config.py" "$fam" "$TMP/${fam}_config" >/dev/null 2>&1 \
+  "$PY" "$ROOT/tests/e2e/make_family_config.py" "$fam" "$TMP/${fam}_config" >/dev/null 2>&1 \
     && "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 5 --output_dir "$TMP/$fam" >/dev/null 2>&1 \
     || { echo "FAIL export $fam"; exit 1; }
 done

@@ -17,6 +17,7 @@
 #include "swift/model/init_weights.h"
 #include "swift/model/model_config.h"
 #include "swift/model/param_sharding.h"
+#include "swift/model/rope.h"
 #include "test_util.h"
 
 using namespace swift;
@@ -115,7 +116,7 @@ TEST_P(FamilyTest, Bf16CloseToFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
-                                           "phi3", "deepseek_v2", "deepseek_v3"));
+                                           "phi3", "glm4", "deepseek_v2", "deepseek_v3"));
 
 TEST(Checkpoint, ShardedSaveLoadsBack) {
   torch::NoGradGuard no_grad;
@@ -560,7 +561,7 @@ nlohmann::json phi3_longrope_config() {
 // defaults (the factor from the lengths, the original length at the top level), and what swift cannot run.
 TEST(Phi3Config, FusedProjectionsLongropeAndItsChecks) {
   auto c = model::parse_model_config(test::tiny_config("phi3"), "phi3");
-  EXPECT_TRUE(c.fused_projections);
+  EXPECT_TRUE(c.fused_qkv && c.fused_gate_up && !c.rope_interleaved);
   EXPECT_DOUBLE_EQ(c.rope.partial_rotary_factor, 0.75);
   EXPECT_EQ(c.layer_sliding_window, (std::vector<int64_t>{6, 6}));
   auto m = test::random_model(test::tiny_config("phi3"), 5);
@@ -617,9 +618,72 @@ TEST(Phi3Config, FusedProjectionsLongropeAndItsChecks) {
   }
 }
 
+// GLM-4-0414's config.json: q/k/v biases without o_proj's, a fused gate_up_proj, sandwich norms under GLM's names, RoPE
+// over half of each head in adjacent pairs; Glm4Config's defaults where the file is silent.
+TEST(Glm4Config, LayoutDefaultsAndChecks) {
+  auto c = model::parse_model_config(test::tiny_config("glm4"), "glm4");
+  EXPECT_TRUE(c.fused_gate_up && !c.fused_qkv && c.rope_interleaved && c.sandwich_norms && c.qkv_bias && !c.attention_bias);
+  EXPECT_DOUBLE_EQ(c.rope.partial_rotary_factor, 0.5);
+  auto m = test::random_model(test::tiny_config("glm4"), 5);
+  const auto params = m->named_parameters();
+  for (const char* name : {"model.layers.0.self_attn.q_proj.bias", "model.layers.0.mlp.gate_up_proj.weight",
+                           "model.layers.0.post_self_attn_layernorm.weight", "model.layers.0.post_attention_layernorm.weight",
+                           "model.layers.0.post_mlp_layernorm.weight"})
+    EXPECT_TRUE(params.contains(name)) << name;
+  for (const char* name : {"model.layers.0.self_attn.o_proj.bias", "model.layers.0.mlp.gate_proj.weight",
+                           "model.layers.0.pre_feedforward_layernorm.weight"})
+    EXPECT_FALSE(params.contains(name)) << name;
+  double allocated = 0;
+  for (const auto& p : m->parameters()) allocated += static_cast<double>(p.numel());
+  EXPECT_EQ(model::parameter_count(c), allocated);
+  const auto* family = model::find_model_family("", {"Glm4ForCausalLM"});
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->template_for([](const std::string&) { return true; }), "glm4");
+
+  auto j = test::tiny_config("glm4");  // what Glm4Config assumes when config.json leaves it out
+  for (const char* key : {"head_dim", "partial_rotary_factor", "pad_token_id", "eos_token_id", "rms_norm_eps"}) j.erase(key);
+  j["hidden_size"] = 512;
+  c = model::parse_model_config(j, "glm4");
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_DOUBLE_EQ(c.rope.partial_rotary_factor, 0.5);
+  EXPECT_EQ(c.pad_token_id, 151329);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1.5625e-07);
+  j["attention_bias"] = false;
+  EXPECT_FALSE(model::parse_model_config(j, "glm4").qkv_bias);
+
+  j = test::tiny_config("glm4");
+  j["attention_dropout"] = 0.1;
+  j["partial_rotary_factor"] = 0.1875;  // 3 of 16 dimensions
+  try {
+    model::parse_model_config(j, "x/config.json");
+    FAIL() << "expected DataError";
+  } catch (const DataError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("attention_dropout 0.1 is not supported"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("partial_rotary_factor 0.1875 must rotate an even number"), std::string::npos) << msg;
+  }
+}
+
 // longrope chooses its factors by the furthest position of a forward: a cache filled with the short factors is stale
 // once a sequence passes the original length, and the model refuses to extend it; Generator then recomputes the
 // cache from every token so far (as transformers' Phi-3 intends), so its greedy tokens equal decoding without a cache.
+// GLM-4's RoPE rotates adjacent pairs (x0, x1), (x2, x3)... by frequencies 0, 1, ...: regrouping the pairs as halves
+// and rotating the halves gives exactly the pairs' rotation, regrouped the same way.
+TEST(Rope, PairsRegroupedAsHalvesRotateAsPairs) {
+  const int64_t T = 5, R = 8;
+  auto x = at::randn({1, 2, T, R}, at::kDouble);
+  const auto positions = at::arange(T, at::kDouble).view({1, T, 1});
+  const auto freqs = positions * at::pow(10000.0, -at::arange(0, R, 2, at::kDouble) / R).view({1, 1, R / 2});  // [1, T, R/2]
+  const auto cos = at::cat({freqs, freqs}, -1).cos(), sin = at::cat({freqs, freqs}, -1).sin();
+  // transformers' Glm4 apply_rotary_pos_emb: cos/sin repeated per pair, rotate_half over (even, odd) pairs.
+  const auto even = x.slice(-1, 0, R, 2), odd = x.slice(-1, 1, R, 2);
+  const auto c = freqs.cos().unsqueeze(1), s = freqs.sin().unsqueeze(1);
+  const auto pairs = at::stack({even * c - odd * s, odd * c + even * s}, -1).flatten(-2);  // [1, 2, T, R]
+  const auto [q, k] = model::apply_rotary(model::pairs_to_halves(x), model::pairs_to_halves(x), cos, sin);
+  EXPECT_TRUE(at::allclose(q, model::pairs_to_halves(pairs), 1e-12, 1e-12));
+  EXPECT_FALSE(at::allclose(model::apply_rotary(x, x, cos, sin).first, pairs, 1e-3, 1e-3));  // halves of x: not GLM's
+}
+
 TEST(Phi3LongRope, GenerationPastTheOriginalLengthRecomputesTheCache) {
   torch::NoGradGuard no_grad;
   auto m = test::random_model(phi3_longrope_config(), 6);

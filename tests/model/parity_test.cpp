@@ -162,7 +162,7 @@ TEST_F(ParityTest, TransformersLoadsWhatSwiftSaves) {
   const fs::path root = parity_dir() / "swift_saved";
   std::string folders;
   for (const std::string family : {"llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text", "phi3",
-                                      "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
+                                      "glm4", "qwen2_moe", "qwen3_moe", "mixtral", "deepseek_v2",
                                       "deepseek_v3"}) {
     for (const bool tied : {false, true}) {
       auto config = test::tiny_config(family);

@@ -109,6 +109,13 @@ CASES = {
                                               rope_parameters=dict(rope_type="longrope", rope_theta=10000.0,
                                                                    short_factor=PHI3_SHORT + [1.0, 1.5],
                                                                    long_factor=PHI3_LONG + [9.0, 12.0])), False),
+    # GLM-4-0414: q/k/v biases, a fused gate_up_proj, GLM's sandwich norms, RoPE over half of each head in adjacent
+    # pairs; then tied, over 0.75 of each head with linear scaling, in the v4 spelling (top-level partial_rotary_factor).
+    "glm4": ("Glm4Config", dict(head_dim=16, pad_token_id=0, eos_token_id=2), False),
+    "glm4_partial_legacy": ("Glm4Config", dict(head_dim=16, pad_token_id=0, eos_token_id=[2, 3], tie_word_embeddings=True,
+                                               partial_rotary_factor=0.75,
+                                               rope_parameters=dict(rope_type="linear", factor=2.0, rope_theta=5000.0,
+                                                                    partial_rotary_factor=0.75)), True),
 }
 
 

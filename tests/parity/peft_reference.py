@@ -110,6 +110,9 @@ CASES = {
     "llama_rank_alpha_pattern": ("LlamaConfig", {}, dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
                                                        rank_pattern={"q_proj": 8, r"layers\.1\.mlp\.down_proj": 2},
                                                        alpha_pattern={"down_proj": 3})),
+    # GLM-4: all-linear (q/k/v with biases, o_proj, the fused gate_up_proj, down_proj) under PEFT's names.
+    "glm4_all_linear": ("Glm4Config", dict(head_dim=16, pad_token_id=0, eos_token_id=2),
+                        dict(r=4, lora_alpha=8, target_modules="all-linear")),
 }
 
 

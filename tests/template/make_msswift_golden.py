@@ -210,6 +210,18 @@ CASES = [
     ('phi4_cli_system', 'phi4_style', 'phi4', 'train', 'default', 'You are a pirate.', None, MULTI),
     ('phi4_pretrain', 'phi4_style', 'phi4', 'train', 'default', None, None, [A('Just some text to learn.')]),
     ('phi4_infer', 'phi4_style', 'phi4', 'infer', None, None, None, MULTI_SYS[:4]),
+    # GLM-4-0414 (glm4_style: a byte-level BPE with GLM-4's special tokens): [gMASK]<sop>, turns without separators, the
+    # last reply closed by <|user|>; an open prompt ends at <|assistant|> without its newline (GLM4Template).
+    ('glm4_multi_default', 'glm4_style', 'glm4', 'train', 'default', None, None, MULTI_SYS),
+    ('glm4_multi_last_round', 'glm4_style', 'glm4', 'train', 'last_round', None, None, MULTI),
+    ('glm4_loss_flags_all', 'glm4_style', 'glm4', 'train', 'all', None, None, LOSS_FLAGS),
+    ('glm4_cli_system', 'glm4_style', 'glm4', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('glm4_pretrain', 'glm4_style', 'glm4', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('glm4_newlines', 'glm4_style', 'glm4', 'train', 'default', None, None,
+     [U('\nHi there\n'), A('\nHello!\n\n'), U('Count to three.'), A('One, two, three.\n')]),
+    ('glm4_infer', 'glm4_style', 'glm4', 'infer', None, None, None, MULTI_SYS[:4]),
+    ('glm4_infer_thinking', 'glm4_style', 'glm4', 'infer', None, None, True, MULTI[:3]),
+    ('glm4_infer_continue', 'glm4_style', 'glm4', 'infer', None, None, None, MULTI[:4]),
 ]
 
 

@@ -5,6 +5,7 @@
 
 #include "swift/core/error.h"
 #include "swift/template/select.h"
+#include "swift/template/agent_template.h"
 #include "swift/template/template.h"
 #include "template_test_util.h"
 
@@ -309,6 +310,28 @@ TEST(TemplateStop, ReplyEndingInAStopWordGetsNoSecondSuffix) {
 
 // ---- errors -------------------------------------------------------------------------------------------------
 
+// GLM-4 (ms-swift's GLM4Template): a prompt left open ends at <|assistant|>, the model writes the newline, and the reply
+// is handed back without it; a prompt continuing a reply keeps the newline before it. Other templates keep replies whole.
+TEST(TemplateGlm4, OpenPromptEndsAtTheAssistantTokenAndRepliesLoseLeadingNewlines) {
+  const Template glm = make("glm4", "glm4_style");
+  EXPECT_EQ(glm.render({U("Hi")}), "[gMASK]<sop><|user|>\nHi<|assistant|>");
+  EXPECT_EQ(glm.render({U("Hi"), A("Hel")}, /*add_generation_prompt=*/false), "[gMASK]<sop><|user|>\nHi<|assistant|>\nHel<|user|>");
+  EXPECT_EQ(glm.reply_text("\n\nHello!\n"), "Hello!\n");
+  EXPECT_EQ(glm.reply_text("\n"), "");
+  EXPECT_EQ(make("qwen3", "qwen3").reply_text("\nHello!"), "\nHello!");
+  // With --enable_thinking the prompt ends at <think>: the newline after it is the model's own.
+  EXPECT_EQ(glm.reply_text("\nLet me think.", true), "\nLet me think.");
+  TemplateOptions thinking;
+  thinking.enable_thinking = true;
+  EXPECT_EQ(make("glm4", "glm4_style", thinking).reply_text("\nHm."), "\nHm.");
+  // ms-swift writes GLM-4's tool turns in its glm4 agent format, which swift has not: refused unless --agent_template.
+  const Conversation with_tool = {U("Weather?"), A("Calling."), T("{\"temp\": 21}")};
+  EXPECT_THROW(glm.render(with_tool), DataError);
+  TemplateOptions hermes;
+  hermes.agent_template = AgentTemplate::kHermes;
+  EXPECT_NO_THROW(make("glm4", "glm4_style", hermes).render(with_tool));
+}
+
 TEST(TemplateErrors, UnknownTemplateListsTheAvailableOnes) {
   try {
     find_template_meta("qwen4");
@@ -320,7 +343,7 @@ TEST(TemplateErrors, UnknownTemplateListsTheAvailableOnes) {
       EXPECT_NE(e.hint().find(name), std::string::npos) << name;
     }
   }
-  EXPECT_EQ(template_names().size(), 18u);
+  EXPECT_EQ(template_names().size(), 19u);
   EXPECT_TRUE(std::is_sorted(template_names().begin(), template_names().end()));
 }
 

@@ -137,7 +137,8 @@ TEST_P(Conformance, BatchEncodeEqualsSequential) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, Conformance, ::testing::Values("qwen3", "llama3", "mistral7b", "gemma_style",
-                                                                      "deepseek_style", "phi3_style", "phi4_style"));
+                                                                      "deepseek_style", "phi3_style", "phi4_style",
+                                                                      "glm4_style"));
 
 }  // namespace
 }  // namespace swift::tokenizer::test

@@ -137,7 +137,7 @@ class AttentionImpl : public torch::nn::Module {
   // with fewer key/value heads than ranks the one its query heads share.
   void divide_heads(int size, int rank);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  Linear qkv_proj{nullptr};  // Phi-3 (config.fused_projections): q, k and v in one; q/k/v_proj are then null
+  Linear qkv_proj{nullptr};  // Phi-3 (config.fused_qkv): q, k and v in one; q/k/v_proj are then null
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
@@ -146,6 +146,7 @@ class AttentionImpl : public torch::nn::Module {
   double scale_;    // of the scores
   double softcap_;  // of the scores (Gemma 2); 0: none
   bool sliding_rope_;  // this layer takes AttentionInputs::sliding_cos/sin
+  bool rope_interleaved_;  // GLM-4: the rotated dimensions pair up adjacently
 };
 TORCH_MODULE(Attention);
 
@@ -155,7 +156,7 @@ class MLPImpl : public torch::nn::Module {
   MLPImpl(const ModelConfig& config, int64_t intermediate_size, const at::TensorOptions& options);
   at::Tensor forward(const at::Tensor& x);  // down(act(gate(x)) * up(x)), act: config.hidden_act
   Linear gate_proj{nullptr}, up_proj{nullptr}, down_proj{nullptr};
-  Linear gate_up_proj{nullptr};  // Phi-3 (config.fused_projections): gate and up in one; gate/up_proj are then null
+  Linear gate_up_proj{nullptr};  // Phi-3, GLM-4 (config.fused_gate_up): gate and up in one; gate/up_proj are then null
 
  private:
   bool gelu_tanh_;  // else silu
@@ -171,7 +172,8 @@ class DecoderLayerImpl : public torch::nn::Module {
   MLP mlp{nullptr};  // null on a sparse (mixture-of-experts) layer
   std::shared_ptr<SparseMoeBlockImpl> moe;  // registered as "mlp" (moe.h); null on a dense layer
   RMSNorm input_layernorm{nullptr}, post_attention_layernorm{nullptr};
-  // Gemma 2/3 (config.sandwich_norms): around the MLP; post_attention_layernorm then normalises the attention's output.
+  // Gemma 2/3, GLM-4 (config.sandwich_norms): around the MLP; post_attention_layernorm then normalises the attention's
+  // output. Registered under config.sandwich_norm_names (GLM-4's file calls the norm before its MLP post_attention_layernorm).
   RMSNorm pre_feedforward_layernorm{nullptr}, post_feedforward_layernorm{nullptr};
 };
 TORCH_MODULE(DecoderLayer);

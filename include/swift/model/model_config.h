@@ -1,5 +1,5 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3, qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
+// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3, glm4, qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
 // deepseek_v3):
 // they differ only in the flags below, set by the family registry.
 #pragma once
@@ -117,14 +117,21 @@ struct ModelConfig {
   bool qkv_bias = false;        // bias on q, k, v only (Qwen2)
   bool mlp_bias = false;
   bool qk_norm = false;         // RMSNorm over head_dim on q and k (Qwen3, Gemma 3)
-  // Phi-3: one qkv_proj (q, then k, then v rows) and one gate_up_proj (gate rows, then up rows), kept fused as the
-  // checkpoint and PEFT name them.
-  bool fused_projections = false;
+  // Phi-3: one qkv_proj (q, then k, then v rows); Phi-3 and GLM-4: one gate_up_proj (gate rows, then up rows). Kept
+  // fused as the checkpoint and PEFT name them.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
+  // GLM-4: RoPE rotates adjacent pairs (x0, x1), (x2, x3)... of the rotated dimensions rather than the two halves.
+  bool rope_interleaved = false;
   // Gemma: every RMSNorm scales by (1 + weight), in fp32 before the cast back; its weights start at 0.
   bool norm_unit_offset = false;
   // Gemma 2/3: post_attention_layernorm normalises the attention's output before the residual add, and
   // pre_feedforward_layernorm / post_feedforward_layernorm do the same around the MLP.
   bool sandwich_norms = false;
+  // How the family's files name those three norms: after the attention, before the MLP, after the MLP (Gemma's
+  // names; GLM-4's are post_self_attn_layernorm, post_attention_layernorm and post_mlp_layernorm).
+  std::vector<std::string> sandwich_norm_names = {"post_attention_layernorm", "pre_feedforward_layernorm",
+                                                  "post_feedforward_layernorm"};
   double embedding_multiplier = 1.0;  // Gemma: sqrt(hidden_size), rounded to the weights' dtype as transformers does
   double attention_scale = 0.0;       // the scores' scale; 0: 1/sqrt(head_dim) (Gemma 2/3: query_pre_attn_scalar^-0.5)
   // tanh soft-capping, cap * tanh(x / cap), of the attention scores and of the final logits; 0: none (Gemma 2).

@@ -38,6 +38,11 @@ class RotaryEmbedding {
   double attention_factor_ = 1.0;
 };
 
+// The last dimension's adjacent pairs (x0, x1), (x2, x3)... regrouped as halves (x0, x2, ...; x1, x3, ...), so that
+// the usual rotation of halves rotates the pairs, as DeepSeek's and GLM-4's weights expect. Queries and keys permuted
+// alike keep their products.
+at::Tensor pairs_to_halves(const at::Tensor& x);
+
 // q, k: [B, H, T, D]; cos, sin: [B, T, R] with R <= D. Returns (q*cos + rotate_half(q)*sin, same for k) over the
 // first R dimensions, the others unchanged.
 std::pair<at::Tensor, at::Tensor> apply_rotary(const at::Tensor& q, const at::Tensor& k, const at::Tensor& cos,

@@ -94,6 +94,7 @@ class Job {
   Job(Kind kind, const tokenizer::Tokenizer& tokenizer);
   // Takes one event (waiting up to `wait`); returns the index of the sequence it touched, or -1.
   int64_t pump(std::chrono::milliseconds wait);
+  void append_reply_text(Sequence& s, const std::string& piece) const;  // to s.text, as the template decodes replies
   bool done() const;
   nlohmann::json chunk(size_t index, const std::string& text, const nlohmann::json& logprobs,
                        const nlohmann::json& finish_reason, bool first) const;
@@ -115,6 +116,10 @@ class Job {
   std::shared_ptr<RequestStream> stream_;
   // Chat requests with tools: the agent template that finds tool calls in each reply (ms-swift's get_toolcall).
   std::optional<templates::AgentTemplate> agent_;
+  // Chat: the template whose reply_text shapes the reply's start (GLM-4's drops leading newlines), and the request's
+  // enable_thinking; null otherwise.
+  const templates::Template* reply_template_ = nullptr;
+  std::optional<bool> enable_thinking_;
   // The reply's tool calls as OpenAI's message.tool_calls (with "index" when streamed); null when none.
   nlohmann::json tool_calls_json(const Sequence& s, bool streamed) const;
 };

@@ -124,6 +124,10 @@ class Template {
   // Strings that end a generated reply (the suffix's last token, the template's stop words, the tokenizer's EOS),
   // and the ids of those that are single tokens in this vocabulary, e.g. <|im_end|>, <|endoftext|> for qwen.
   std::vector<std::string> stop_words() const;
+  // A generated reply as ms-swift's decode_generate_ids gives it: GLM-4's loses its leading newlines when its prompt
+  // ended at <|assistant|> (the model writes the newline first), not after a response prefix such as <think>; every
+  // other template's is unchanged. `enable_thinking` as the prompt was encoded (unset: the template's default).
+  std::string reply_text(std::string decoded, std::optional<bool> enable_thinking = std::nullopt) const;
   std::vector<int64_t> stop_token_ids() const;
 
   // The first of the template's tokens that the tokenizer lacks as a token of its own, if any.

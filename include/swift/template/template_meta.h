@@ -67,6 +67,12 @@ struct TemplateMeta {
   bool system_in_first_message = false;
   // Gemma 3: each reply's leading and trailing newlines are dropped.
   bool strip_reply_newlines = false;
+  // GLM-4 (ms-swift's GLM4Template.strip_newline): a prompt left open for generation ends at the generation prompt
+  // without its last "\n" (the model writes it), and generated replies lose their leading newlines.
+  bool open_prompt_drops_newline = false;
+  // GLM-4: ms-swift writes its tool results in its own agent format (glm4), which swift does not have: tool turns
+  // are refused unless --agent_template says how to write them.
+  bool tool_turns_need_agent_template = false;
 };
 
 // Names of the built-in templates, sorted: chatml, default, llama, llama3, llama3_2, mistral, qwen, qwen2_5, ...

@@ -76,7 +76,8 @@ def phi3_style(assets, out_dir):
         json.dump(config, f, indent=2, ensure_ascii=False)
 
 
-def phi4_style(out_dir):
+def cl100k_style(special_tokens):
+    """A byte-level BPE after cl100k's regex, trained on CORPUS, with `special_tokens` after its vocabulary."""
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Split(Regex(CL100K), behavior="isolated"),
@@ -86,7 +87,12 @@ def phi4_style(out_dir):
     trainer = trainers.BpeTrainer(vocab_size=520, special_tokens=[], show_progress=False,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
     tok.train_from_iterator(CORPUS.splitlines() * 4, trainer)
-    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in PHI4_SPECIAL])
+    tok.add_special_tokens([AddedToken(t, normalized=False, special=True) for t in special_tokens])
+    return tok
+
+
+def phi4_style(out_dir):
+    tok = cl100k_style(PHI4_SPECIAL)
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|im_end|>",
                                    pad_token="<|dummy_85|>", clean_up_tokenization_spaces=False)
     fast.save_pretrained(out_dir)

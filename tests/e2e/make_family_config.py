@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Writes a tiny Phi-3 family model folder without weights (config.json + a tokenizer) for the e2e tests, which give
-it random weights with `swift export --init_strategy normal`.
+"""Writes a tiny model folder without weights (config.json + a tokenizer) of a family whose tokenizer the tests make
+themselves (tests/assets/tokenizers/<family>_style), for the e2e tests, which give it random weights with
+`swift export --init_strategy normal`.
 
-usage: make_phi3_config.py phi3|phi4 OUT_DIR
+usage: make_family_config.py phi3|phi4|glm4 OUT_DIR
 
 phi3: Phi-4-mini's shape (the phi3_style tokenizer, a tied head, longrope over 0.75 of each head with the pretraining
 length 16, so that training rows run with the long factors). phi4: Phi-4's (the phi4_style tokenizer, plain RoPE).
-Both: 4 heads of 16, 2 key/value heads, fused qkv_proj and gate_up_proj.
+Both: fused qkv_proj and gate_up_proj. glm4: GLM-4-0414's (the glm4_style tokenizer; q/k/v biases, a fused
+gate_up_proj, GLM's sandwich norms, RoPE over half of each head in adjacent pairs; EOS <|endoftext|>, <|user|> and
+<|observation|>). All: 4 heads of 16, 2 key/value heads.
 """
 import json
 import os
@@ -38,10 +41,13 @@ def main(family, out_dir):
     elif family == "phi4":
         config = transformers.Phi3Config(**size, bos_token_id=added["<|endoftext|>"], eos_token_id=added["<|im_end|>"],
                                          pad_token_id=added["<|dummy_85|>"])
+    elif family == "glm4":
+        config = transformers.Glm4Config(**size, head_dim=16, pad_token_id=added["<|endoftext|>"],
+                                         eos_token_id=[added[t] for t in ("<|endoftext|>", "<|user|>", "<|observation|>")])
     else:
         sys.exit(f"unknown family {family}")
     d = config.to_dict()
-    d.update(architectures=["Phi3ForCausalLM"], torch_dtype="float32")
+    d.update(architectures=[type(config).__name__.replace("Config", "ForCausalLM")], torch_dtype="float32")
     with open(os.path.join(out_dir, "config.json"), "w") as f:
         json.dump(d, f, indent=2)
 
