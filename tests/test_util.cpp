@@ -83,6 +83,10 @@ nlohmann::json tiny_config(const std::string& family) {
     j["pad_token_id"] = 0;
     j["eos_token_id"] = 2;
   }
+  if (family == "internlm3") {  // an explicit head_dim; biases on q/k/v only (Qwen2's shape)
+    j["head_dim"] = 24;
+    j["qkv_bias"] = true;
+  }
   if (family == "mixtral") {  // 4 experts of intermediate_size, top 2, on every layer
     j["num_local_experts"] = 4;
     j["num_experts_per_tok"] = 2;

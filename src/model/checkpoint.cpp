@@ -159,7 +159,7 @@ void fill_from_folder(CausalLM& model, const fs::path& dir, const LinearQuantize
   int64_t prediction_layer_tensors = 0;
   for (const auto& name : weights.names()) {
     if (used.count(name)) continue;
-    if (name == "lm_head.weight" && model->config().tie_word_embeddings) continue;  // tied: the embedding serves
+    if (name == model->config().names.lm_head + ".weight" && model->config().tie_word_embeddings) continue;  // tied
     if (is_next_token_prediction_layer(name, model->config())) {
       ++prediction_layer_tensors;
       continue;

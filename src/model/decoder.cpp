@@ -138,16 +138,17 @@ AttentionImpl::AttentionImpl(const ModelConfig& c, int64_t layer_index, const at
       scale_(c.attention_scale > 0 ? c.attention_scale : 1.0 / std::sqrt(static_cast<double>(c.head_dim))),
       softcap_(c.attn_logit_softcapping),
       sliding_rope_(sliding_window_ > 0 && c.sliding_rope.has_value()),
-      rope_interleaved_(c.rope_interleaved) {
+      rope_interleaved_(c.rope_interleaved),
+      qkv_grouped_(c.qkv_grouped_by_kv_head) {
   const bool qkv_bias = c.attention_bias || c.qkv_bias;
   if (c.fused_qkv) {
-    qkv_proj = register_module("qkv_proj", Linear(c.hidden_size, c.q_dim() + 2 * c.kv_dim(), qkv_bias, options));
+    qkv_proj = register_module(c.names.qkv_proj, Linear(c.hidden_size, c.q_dim() + 2 * c.kv_dim(), qkv_bias, options));
   } else {
     q_proj = register_module("q_proj", Linear(c.hidden_size, c.q_dim(), qkv_bias, options));
     k_proj = register_module("k_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
     v_proj = register_module("v_proj", Linear(c.hidden_size, c.kv_dim(), qkv_bias, options));
   }
-  o_proj = register_module("o_proj", Linear(c.q_dim(), c.hidden_size, c.attention_bias, options));
+  o_proj = register_module(c.names.o_proj, Linear(c.q_dim(), c.hidden_size, c.attention_bias, options));
   if (c.qk_norm) {
     q_norm = register_module("q_norm", make_norm(c, c.head_dim, options));
     k_norm = register_module("k_norm", make_norm(c, c.head_dim, options));
@@ -179,11 +180,17 @@ at::Tensor column_split_input(const at::Tensor& x, const LinearImpl& first) {
 
 at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs& in) {
   // Under sequence parallelism the input arrives cut along the sequence; x holds whole rows.
-  const at::Tensor x = qkv_proj ? input : column_split_input(input, *q_proj);
+  const at::Tensor x = column_split_input(input, qkv_proj ? *qkv_proj : *q_proj);
   const int64_t B = x.size(0), T = x.size(1);
   const int64_t projected = projected_kv_heads_ > 0 ? projected_kv_heads_ : num_kv_heads_;
   at::Tensor q, k, v;
-  if (qkv_proj) {  // Phi-3: the query rows, then the keys', then the values' (never split for tensor parallelism)
+  if (qkv_proj && qkv_grouped_) {  // InternLM2: per key/value head its query heads, its key, its value
+    const int64_t per_group = num_heads_ / projected;
+    const auto groups = qkv_proj(x).view({B, T, projected, per_group + 2, head_dim_});
+    q = groups.narrow(3, 0, per_group).reshape({B, T, num_heads_ * head_dim_});  // query head g * per_group + j
+    k = groups.select(3, per_group);
+    v = groups.select(3, per_group + 1);
+  } else if (qkv_proj) {  // Phi-3: the query rows, then the keys', then the values' (not split for tensor parallelism)
     const auto parts = qkv_proj(x).split_with_sizes({num_heads_ * head_dim_, projected * head_dim_, projected * head_dim_}, -1);
     q = parts[0];
     k = parts[1];
@@ -194,8 +201,8 @@ at::Tensor AttentionImpl::forward(const at::Tensor& input, const AttentionInputs
     v = v_proj(x);
   }
   q = q.view({B, T, num_heads_, head_dim_});
-  k = k.view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
-  v = v.view({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
+  k = k.reshape({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_);
+  v = v.reshape({B, T, projected, head_dim_}).narrow(2, first_kv_head_, num_kv_heads_).transpose(1, 2);  // [B, Hkv, T, D]
   if (q_norm) {  // Qwen3 and Gemma 3 normalise each head before RoPE
     q = q_norm(q);
     k = k_norm(k);
@@ -240,10 +247,10 @@ MLPImpl::MLPImpl(const ModelConfig& c, int64_t width, const at::TensorOptions& o
   if (c.fused_gate_up) {
     gate_up_proj = register_module("gate_up_proj", Linear(c.hidden_size, 2 * width, c.mlp_bias, options));
   } else {
-    gate_proj = register_module("gate_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
-    up_proj = register_module("up_proj", Linear(c.hidden_size, width, c.mlp_bias, options));
+    gate_proj = register_module(c.names.gate_proj, Linear(c.hidden_size, width, c.mlp_bias, options));
+    up_proj = register_module(c.names.up_proj, Linear(c.hidden_size, width, c.mlp_bias, options));
   }
-  down_proj = register_module("down_proj", Linear(width, c.hidden_size, c.mlp_bias, options));
+  down_proj = register_module(c.names.down_proj, Linear(width, c.hidden_size, c.mlp_bias, options));
 }
 
 at::Tensor MLPImpl::forward(const at::Tensor& input) {
@@ -264,19 +271,19 @@ DecoderLayerImpl::DecoderLayerImpl(const ModelConfig& c, int64_t layer_index, co
   if (c.latent_attention)
     latent_attn = register_module("self_attn", std::make_shared<LatentAttentionImpl>(c, layer_index, options));
   else
-    self_attn = register_module("self_attn", Attention(c, layer_index, options));
+    self_attn = register_module(c.names.self_attn, Attention(c, layer_index, options));
   if (c.sparse_layer(layer_index))
     moe = register_module("mlp", std::make_shared<SparseMoeBlockImpl>(c, options));
   else
-    mlp = register_module("mlp", MLP(c, options));
-  input_layernorm = register_module("input_layernorm", make_norm(c, c.hidden_size, options));
+    mlp = register_module(c.names.mlp, MLP(c, options));
+  input_layernorm = register_module(c.names.input_layernorm, make_norm(c, c.hidden_size, options));
   if (c.sandwich_norms) {  // the family's names: after the attention, before the MLP, after it
     const auto& names = c.sandwich_norm_names;
     post_attention_layernorm = register_module(names.at(0), make_norm(c, c.hidden_size, options));
     pre_feedforward_layernorm = register_module(names.at(1), make_norm(c, c.hidden_size, options));
     post_feedforward_layernorm = register_module(names.at(2), make_norm(c, c.hidden_size, options));
   } else {
-    post_attention_layernorm = register_module("post_attention_layernorm", make_norm(c, c.hidden_size, options));
+    post_attention_layernorm = register_module(c.names.post_attention_layernorm, make_norm(c, c.hidden_size, options));
   }
 }
 
@@ -297,7 +304,7 @@ at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const AttentionInputs&
 }
 
 DecoderBodyImpl::DecoderBodyImpl(const ModelConfig& c, const at::TensorOptions& options) {
-  embed_tokens = register_module("embed_tokens", Embedding(c.vocab_size, c.hidden_size, options));
+  embed_tokens = register_module(c.names.embed_tokens, Embedding(c.vocab_size, c.hidden_size, options));
   if (c.pad_token_id && *c.pad_token_id >= 0 && *c.pad_token_id < c.vocab_size) embed_tokens->padding_idx = *c.pad_token_id;
   layers = register_module("layers", torch::nn::ModuleList());
   for (int64_t i = 0; i < c.num_hidden_layers; ++i) layers->push_back(DecoderLayer(c, i, options));
@@ -312,14 +319,14 @@ CausalLMImpl::CausalLMImpl(ModelConfig config, const at::TensorOptions& options)
   if (config_.num_labels > 0)
     score = register_module("score", Linear(config_.hidden_size, config_.num_labels, false, options));
   else if (!config_.tie_word_embeddings)
-    lm_head = register_module("lm_head", Linear(config_.hidden_size, config_.vocab_size, false, options));
+    lm_head = register_module(config_.names.lm_head, Linear(config_.hidden_size, config_.vocab_size, false, options));
 }
 
 void CausalLMImpl::make_sequence_classifier(int64_t num_labels, uint64_t seed, std::optional<int64_t> pad_token_id) {
   SWIFT_CHECK(!score, UsageError, "the model is already a sequence classifier", "load its causal LM folder instead");
   const auto options = model->embed_tokens->weight.options().device(device());
   if (lm_head) {
-    unregister_module("lm_head");
+    unregister_module(config_.names.lm_head);
     lm_head = nullptr;
   }
   score = register_module("score", Linear(config_.hidden_size, num_labels, false, options));

@@ -329,6 +329,47 @@ void apply_glm4(const json& j, ModelConfig& c, std::vector<std::string>& problem
   if (!j.contains("pad_token_id")) c.pad_token_id = 151329;  // Glm4Config's (<|endoftext|>) when config.json names none
 }
 
+// InternLM2 / InternLM2.5 (remote code): Llama's computation under its own names, q/k/v in one wqkv whose rows are
+// grouped by key/value head, biases on wqkv and wo only (config.json's bias, default true; released models: false),
+// head_dim always hidden_size / num_attention_heads, linear or dynamic RoPE scaling.
+void apply_internlm2(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 2048);
+  c.attention_bias = flag(j, "bias", true);
+  c.fused_qkv = true;
+  c.qkv_grouped_by_kv_head = true;
+  ModuleNames& n = c.names;
+  n.embed_tokens = "tok_embeddings";
+  n.lm_head = "output";
+  n.self_attn = "attention";
+  n.mlp = "feed_forward";
+  n.input_layernorm = "attention_norm";
+  n.post_attention_layernorm = "ffn_norm";
+  n.qkv_proj = "wqkv";
+  n.o_proj = "wo";
+  n.gate_proj = "w1";  // silu(w1(x)) * w3(x), as modeling_internlm2.py
+  n.up_proj = "w3";
+  n.down_proj = "w2";
+  if (c.num_attention_heads > 0 && c.hidden_size % c.num_attention_heads != 0)
+    problems.push_back("hidden_size (" + std::to_string(c.hidden_size) + ") must be divisible by num_attention_heads (" +
+                       std::to_string(c.num_attention_heads) + ") for InternLM2");
+  if (c.rope.type != "default" && c.rope.type != "linear" && c.rope.type != "dynamic")
+    problems.push_back("rope_scaling \"" + c.rope.type + "\" is not supported by InternLM2 (linear, dynamic)");
+}
+
+// InternLM3 (remote code): Llama's names and computation, an explicit head_dim, biases on q/k/v by qkv_bias and on
+// o_proj and the MLP by bias (both false when released).
+void apply_internlm3(const json& j, ModelConfig& c, std::vector<std::string>& problems) {
+  class_defaults(j, c, 1e4, 1e-6, 32768);
+  explicit_head_dim(j, c, c.head_dim);
+  const bool bias = flag(j, "bias", false), qkv_bias = flag(j, "qkv_bias", false);
+  if (bias && !qkv_bias)
+    problems.push_back("bias true with qkv_bias false (biases on o_proj and the MLP but not on q/k/v) is not supported; "
+                       "InternLM3's released configs set both false");
+  c.attention_bias = bias;
+  c.mlp_bias = bias;
+  c.qkv_bias = qkv_bias;
+}
+
 // Gemma: Llama's layout with (1 + w) norms, embeddings scaled by sqrt(hidden_size) and tied by default, 256-wide heads
 // and a tanh-approximated GELU.
 void gemma_common(const json& j, ModelConfig& c, std::vector<std::string>& problems, int64_t max_position_embeddings,
@@ -434,6 +475,8 @@ const std::vector<ModelFamily>& model_families() {
       // ms-swift's templates: phi3 for Phi-3/3.5/4-mini, phi4 for Phi-4 (14B, a ChatML-like tokenizer)
       {"phi3", {"Phi3ForCausalLM"}, "phi3", apply_phi3, "", "<|im_sep|>", "phi4"},
       {"glm4", {"Glm4ForCausalLM"}, "glm4", apply_glm4},
+      {"internlm2", {"InternLM2ForCausalLM"}, "internlm2", apply_internlm2},
+      {"internlm3", {"InternLM3ForCausalLM"}, "internlm2", apply_internlm3},  // ms-swift's template for InternLM3: internlm2
       {"qwen2_moe", {"Qwen2MoeForCausalLM"}, "qwen2_5", apply_qwen2_moe},
       {"qwen3_moe", {"Qwen3MoeForCausalLM"}, "qwen3", apply_qwen3_moe},
       {"mixtral", {"MixtralForCausalLM"}, "llama", apply_mixtral},  // ms-swift's template for Mixtral: llama

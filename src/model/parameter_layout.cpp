@@ -61,9 +61,9 @@ ParameterPlace parameter_place(const std::string& name) {
   if (name.rfind(layers, 0) == 0) {
     place.side = ParameterPlace::Side::kLayer;
     place.layer = std::strtoll(name.c_str() + layers.size(), nullptr, 10);
-  } else if (name.rfind("model.embed_tokens.", 0) != 0) {
+  } else if (name.rfind("model.embed_tokens.", 0) != 0 && name.rfind("model.tok_embeddings.", 0) != 0) {  // InternLM2's
     place.side = ParameterPlace::Side::kOutput;
-    place.output_layer = name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0;
+    place.output_layer = name.rfind("lm_head.", 0) == 0 || name.rfind("score.", 0) == 0 || name.rfind("output.", 0) == 0;
   }
   return place;
 }

@@ -134,10 +134,18 @@ std::string tensor_parallel_problem(const ModelConfig& c, int size) {
   if (c.latent_attention)
     return "the latent attention of " + c.model_type + " is not split over tensor-parallel ranks yet (use --ep_size, "
            "--pp_size or ZeRO for DeepSeek models)";
-  if (c.fused_qkv || c.fused_gate_up)
-    return std::string("the fused ") + (c.fused_qkv ? "qkv_proj / gate_up_proj of " + c.model_type + " are"
-                                                    : "gate_up_proj of " + c.model_type + " is") +
-           " not split over tensor-parallel ranks yet (use --pp_size, ZeRO or data parallelism)";
+  // InternLM2's wqkv splits as it is: its rows grouped by key/value head, each rank takes whole groups.
+  const bool splittable_qkv = c.qkv_grouped_by_kv_head && c.num_key_value_heads % size == 0;
+  if ((c.fused_qkv && !splittable_qkv) || c.fused_gate_up) {
+    if (c.qkv_grouped_by_kv_head && !c.fused_gate_up)
+      return "num_key_value_heads (" + std::to_string(c.num_key_value_heads) + ") is not a multiple of the " +
+             "tensor-parallel size " + std::to_string(size) + ": each rank takes whole key/value groups of " +
+             c.names.qkv_proj;
+    const std::string fused = c.fused_qkv && c.fused_gate_up ? c.names.qkv_proj + " / gate_up_proj of " + c.model_type + " are"
+                              : c.fused_qkv                 ? c.names.qkv_proj + " of " + c.model_type + " is"
+                                                            : "gate_up_proj of " + c.model_type + " is";
+    return "the fused " + fused + " not split over tensor-parallel ranks yet (use --pp_size, ZeRO or data parallelism)";
+  }
   auto not_divided = [&](const char* what, int64_t n) {
     return std::string(what) + " (" + std::to_string(n) + ") is not a multiple of the tensor-parallel size " +
            std::to_string(size);
@@ -183,16 +191,21 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
   auto norm_on_sequence_part = [&](RMSNorm& norm) {
     if (sequence_parallel) out.partial_gradients.push_back(norm->weight);
   };
+  const ModuleNames& names = model->config().names;  // the checkpoint's names of the split parameters
   for (size_t i = 0; i < model->model->layers->size(); ++i) {
     auto layer = model->model->layers[i]->as<DecoderLayerImpl>();
-    const std::string at = "model.layers." + std::to_string(i);
+    const std::string at = "model.layers." + std::to_string(i), attention = at + "." + names.self_attn + ".";
     auto& attn = layer->self_attn;
-    split(at + ".self_attn.q_proj", attn->q_proj, TensorParallelRole::kColumn);
-    const auto kv_role = model->config().num_key_value_heads % comm->size() == 0 ? TensorParallelRole::kColumn
-                                                                                 : TensorParallelRole::kColumnReplicated;
-    split(at + ".self_attn.k_proj", attn->k_proj, kv_role);
-    split(at + ".self_attn.v_proj", attn->v_proj, kv_role);
-    split(at + ".self_attn.o_proj", attn->o_proj, TensorParallelRole::kRow);
+    if (attn->qkv_proj) {  // InternLM2: whole key/value groups per rank (tensor_parallel_problem)
+      split(attention + names.qkv_proj, attn->qkv_proj, TensorParallelRole::kColumn);
+    } else {
+      split(attention + "q_proj", attn->q_proj, TensorParallelRole::kColumn);
+      const auto kv_role = model->config().num_key_value_heads % comm->size() == 0 ? TensorParallelRole::kColumn
+                                                                                   : TensorParallelRole::kColumnReplicated;
+      split(attention + "k_proj", attn->k_proj, kv_role);
+      split(attention + "v_proj", attn->v_proj, kv_role);
+    }
+    split(attention + names.o_proj, attn->o_proj, TensorParallelRole::kRow);
     attn->divide_heads(comm->size(), comm->rank());
     if (attn->q_norm) out.partial_gradients.push_back(attn->q_norm->weight);  // shared by the heads of every rank
     if (attn->k_norm) out.partial_gradients.push_back(attn->k_norm->weight);
@@ -204,9 +217,10 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
       for (const auto& p : moe->parameters()) out.partial_gradients.push_back(p);
       moe->tp_comm = comm.get();
     } else {
-      split(at + ".mlp.gate_proj", layer->mlp->gate_proj, TensorParallelRole::kColumn);
-      split(at + ".mlp.up_proj", layer->mlp->up_proj, TensorParallelRole::kColumn);
-      split(at + ".mlp.down_proj", layer->mlp->down_proj, TensorParallelRole::kRow);
+      const std::string mlp = at + "." + names.mlp + ".";
+      split(mlp + names.gate_proj, layer->mlp->gate_proj, TensorParallelRole::kColumn);
+      split(mlp + names.up_proj, layer->mlp->up_proj, TensorParallelRole::kColumn);
+      split(mlp + names.down_proj, layer->mlp->down_proj, TensorParallelRole::kRow);
     }
     norm_on_sequence_part(layer->input_layernorm);
     norm_on_sequence_part(layer->post_attention_layernorm);
@@ -216,14 +230,14 @@ TensorParallelSplit apply_tensor_parallel(CausalLM& model, std::shared_ptr<Tenso
   norm_on_sequence_part(model->model->norm);
   auto& embed = model->model->embed_tokens;
   const int64_t vocab = embed->weight.size(0);
-  out.sharded.push_back(keep_tensor_parallel_slice("model.embed_tokens.weight", embed->weight, 0, *comm));
+  out.sharded.push_back(keep_tensor_parallel_slice("model." + names.embed_tokens + ".weight", embed->weight, 0, *comm));
   embed->vocab_start = comm->rank() * (vocab / comm->size());
   embed->tp_comm = comm.get();
   embed->tp_sequence_parallel = sequence_parallel;
   // A sequence classifier's score head (num_labels outputs) stays whole on every rank: its input, the last hidden
   // states, is whole and the same on every rank, and so is its gradient (nothing to sum).
   if (model->lm_head) {  // under sequence parallelism forward_hidden's gather prepares its input (see logits())
-    split("lm_head", model->lm_head, TensorParallelRole::kColumn);
+    split(names.lm_head, model->lm_head, TensorParallelRole::kColumn);
     model->lm_head->tp_sequence_parallel = false;
     model->lm_head->tp_input_shared = sequence_parallel;
   }

@@ -128,7 +128,7 @@ train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
     };
     const uint64_t seed = options.training.seed;
     hooks.prepare_model = [seed](model::CausalLM& policy, int64_t pad_id) { return make_reward_model(policy, seed, pad_id); };
-    hooks.removed_parameters = {model::kLmHeadWeight};
+    hooks.removed_parameters = {model::kLmHeadWeight, "output.weight"};  // the head's name, InternLM2's too
     return hooks;
   }
   hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {

@@ -1,6 +1,6 @@
-// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek,microsoft,glm}.py, ms-swift
-// 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is Mistral-7B-Instruct's [INST]
-// format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
+// The built-in templates. The text is ms-swift's (swift/template/templates/{utils,qwen,llama,llm,gemma,deepseek,
+// microsoft,glm,internlm}.py, ms-swift 4.6), cross-checked with the models' own Jinja chat templates; `mistral` is
+// Mistral-7B-Instruct's [INST] format, which ms-swift serves with its `llama` template instead (see docs/templates.md).
 #include "swift/template/template_meta.h"
 
 #include <algorithm>
@@ -34,6 +34,20 @@ TemplateMeta chatml() {
   m.auto_add_bos = true;
   m.required_tokens = {"<|im_start|>", "<|im_end|>"};
   return m;  // no agent template of its own (ms-swift's ChatmlTemplateMeta): --agent_template for tools
+}
+
+// InternLM2 / 2.5 / 3: ChatML after the tokenizer's <s>, with InternLM's default system prompt.
+TemplateMeta internlm2() {
+  TemplateMeta m = chatml();
+  m.name = "internlm2";
+  m.description = "InternLM2 / InternLM2.5 / InternLM3 (ChatML after <s>) with InternLM's default system prompt";
+  m.default_system =
+      "You are an AI assistant whose name is InternLM (书生·浦语).\n"
+      "- InternLM (书生·浦语) is a conversational language model that is developed by Shanghai AI Laboratory "
+      "(上海人工智能实验室). It is designed to be helpful, honest, and harmless.\n"
+      "- InternLM (书生·浦语) can understand and communicate fluently in the language chosen by the user such as "
+      "English and 中文.";
+  return m;
 }
 
 TemplateMeta qwen(std::string name, std::optional<std::string> default_system, std::string description) {
@@ -257,6 +271,7 @@ std::map<std::string, TemplateMeta, std::less<>> build_registry() {
   all.push_back(phi3());
   all.push_back(phi4());
   all.push_back(glm4());
+  all.push_back(internlm2());
   all.push_back(default_template());
   std::map<std::string, TemplateMeta, std::less<>> registry;
   for (auto& m : all) registry.emplace(m.name, std::move(m));

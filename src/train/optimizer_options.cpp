@@ -115,10 +115,11 @@ bool galore_projects(const GaLoreOptions& options, const std::string& name, cons
   constexpr const char* kWeight = ".weight";
   if (param.dim() != 2 || name.size() <= 7 || name.compare(name.size() - 7, 7, kWeight) != 0) return false;
   const std::string module = name.substr(0, name.size() - 7);
-  const bool embedding = module.find("embed_tokens") != std::string::npos;
+  const bool embedding = module.find("embed_tokens") != std::string::npos || module == "model.tok_embeddings";
   if (embedding) return options.with_embedding;
   if (options.target_modules.empty() || (options.target_modules.size() == 1 && options.target_modules[0] == "all-linear"))
-    return module.find("lm_head") == std::string::npos;  // every decoder linear layer (ms-swift's find_all_linears)
+    return module.find("lm_head") == std::string::npos && module != "output";  // every decoder linear (InternLM2's
+                                                                             // head: output), ms-swift's find_all_linears
   for (const auto& key : options.target_modules)
     if (module.find(key) != std::string::npos) return true;
   return false;

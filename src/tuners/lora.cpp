@@ -237,7 +237,8 @@ std::vector<std::string> apply_lora(model::CausalLM& model, const LoraConfig& co
       found = true;
     }
     SWIFT_CHECK(found, UsageError, "--modules_to_save '" + m + "' matches no module of this model",
-                "typical choices: embed_tokens, lm_head (a model with tie_word_embeddings has no lm_head)");
+                "typical choices: embed_tokens, lm_head (InternLM2: tok_embeddings, output; a model with "
+                "tie_word_embeddings has no head of its own)");
   }
 
   for (auto& p : model->parameters()) p.set_requires_grad(false);

@@ -17,15 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 need_python json numpy safetensors transformers
 source "$(dirname "${BASH_SOURCE[0]}")/model_parallel_checks.sh"
 
-for fam in deepseek_v2 deepseek_v3; do
-  "$PY" "$ROOT/tests/e2e/make_deepseek_config.py" "$fam" "$TMP/${fam}_config" >/dev/null 2>&1 \
-    && "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 5 --output_dir "$TMP/$fam" >/dev/null 2>&1 \
-    || { echo "FAIL export $fam"; exit 1; }
-done
-base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests --train_type full
-      --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1
-      --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0)
-common=("${base[@]}" --per_device_train_batch_size 2 --max_steps 4 --save_steps 4)
+export_family make_deepseek_config.py deepseek_v2 deepseek_v3
 
 run one_v2 0 "$SWIFT" sft --model "$TMP/deepseek_v2" "${common[@]}" --output_dir "$TMP/one_v2"
 template_is "$TMP/one_v2" deepseek
@@ -59,27 +51,9 @@ compare aux_v3 "$TMP/one_v3" "$TMP/aux_v3"
 
 # LoRA on V3's attention and experts, then the adapter and the merged model answer alike; transformers loads the
 # merged folder.
-printf '%s\n' '{"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Who are you?"}]}' \
-  '{"messages": [{"role": "user", "content": "What is 2+2?"}]}' > "$TMP/ask.jsonl"
 run lora_v3 0 "$SWIFT" sft --model "$TMP/deepseek_v3" "${base[@]/full/lora}" --per_device_train_batch_size 2 \
   --max_steps 4 --save_steps 4 --lora_rank 4 --lora_dropout 0 \
   --target_modules q_a_proj q_b_proj kv_a_proj_with_mqa kv_b_proj o_proj \
   --target_parameters mlp.experts.gate_up_proj mlp.experts.down_proj --output_dir "$TMP/lora_v3"
-sample=(--val_dataset "$TMP/ask.jsonl" --max_new_tokens 6 --logprobs true --top_logprobs 5)
-run infer_adapter 0 "$SWIFT" infer --adapters "$TMP/lora_v3/checkpoint-4" "${sample[@]}" --result_path "$TMP/adapter.jsonl"
-run merge 0 "$SWIFT" export --adapters "$TMP/lora_v3/checkpoint-4" --output_dir "$TMP/merged"
-run infer_merged 0 "$SWIFT" infer --model "$TMP/merged" "${sample[@]}" --result_path "$TMP/merged.jsonl"
-"$PY" - "$TMP/adapter.jsonl" "$TMP/merged.jsonl" "$TMP/merged" <<'P' && ok || bad "merged DeepSeek-V3: answers differ, or transformers cannot load it"
-import json, re, sys
-import transformers
-a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
-assert len(a) == len(b) == 2 and [r["response"] for r in a] == [r["response"] for r in b], (a, b)
-def flat(rows):
-    return [float(v) for v in re.findall(r'"logprob": (-?[\d.e+-]+)', json.dumps([r["logprobs"] for r in rows]))]
-fa, fb = flat(a), flat(b)
-assert len(fa) == len(fb) >= 2 * 6 * 6 and max(abs(x - y) for x, y in zip(fa, fb)) < 1e-4, (fa, fb)
-model, info = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[3], output_loading_info=True)
-assert type(model).__name__ == "DeepseekV3ForCausalLM" and not info["missing_keys"] and not info["unexpected_keys"], info
-print(f"adapter and merged model: the same answers and {len(fa)} log probabilities within 1e-4")
-P
+adapter_answers_like_merge lora_v3 "$TMP/lora_v3/checkpoint-4" DeepseekV3ForCausalLM
 finish deepseek

@@ -1,5 +1,6 @@
 # Shared by the model-parallel e2e tests (tensor_parallel_test.sh, pipeline_parallel_test.sh, two_nodes_test.sh,
-# rlhf_model_parallel_test.sh): the test models and a run against one rank's. Source it after common.sh.
+# rlhf_model_parallel_test.sh) and the model-family ones (gemma, deepseek, phi3, internlm): the test models, a run
+# against one rank's, an adapter against its merge. Source it after common.sh.
 
 # export_models QWEN2_LAYERS: $TMP/qwen3 (tied embeddings, 2 layers) and $TMP/qwen2 (q/k/v biases, an untied head,
 # QWEN2_LAYERS layers), random weights from seed 5.
@@ -150,4 +151,62 @@ rlhf_layout_case() {
 template_is() {
   "$PY" -c "import json, sys; sys.exit(json.load(open('$1/args.json'))['template'] != '$2')" && ok \
     || bad "$1: template is not $2"
+}
+
+# adapter_answers_like_merge NAME ADAPTER ARCHITECTURE: greedy answers with each token's log probability and its 5 best
+# alternatives (equal only where the two models give the same distributions), from the adapter and from the folder
+# `swift export` merges it into, agree (1e-4); transformers loads the merged folder as ARCHITECTURE with no tensor
+# missing or left over (ARCHITECTURE "": remote code transformers does not have; the merged weights' names are then
+# compared with the base model's).
+adapter_answers_like_merge() {
+  local name="$1" adapter="$2" arch="$3"
+  printf '%s\n' '{"messages": [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Who are you?"}]}' \
+    '{"messages": [{"role": "user", "content": "What is 2+2?"}]}' > "$TMP/ask.jsonl"
+  local sample=(--val_dataset "$TMP/ask.jsonl" --max_new_tokens 6 --logprobs true --top_logprobs 5)
+  run "${name}_infer_adapter" 0 "$SWIFT" infer --adapters "$adapter" "${sample[@]}" --result_path "$TMP/${name}_adapter.jsonl"
+  run "${name}_merge" 0 "$SWIFT" export --adapters "$adapter" --merge_lora true --output_dir "$TMP/${name}_merged"
+  run "${name}_infer_merged" 0 "$SWIFT" infer --model "$TMP/${name}_merged" "${sample[@]}" \
+    --result_path "$TMP/${name}_merged.jsonl"
+  "$PY" - "$TMP/${name}_adapter.jsonl" "$TMP/${name}_merged.jsonl" "$TMP/${name}_merged" "$arch" "$adapter" <<'P' && ok \
+    || bad "$name: the merged model answers otherwise than the adapter, or its folder does not load"
+import glob, json, re, sys
+from safetensors import safe_open
+a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
+assert len(a) == len(b) == 2 and [r["response"] for r in a] == [r["response"] for r in b], (a, b)
+def flat(rows):
+    return [float(v) for v in re.findall(r'"logprob": (-?[\d.e+-]+)', json.dumps([r["logprobs"] for r in rows]))]
+fa, fb = flat(a), flat(b)
+assert len(fa) == len(fb) >= 2 * 6 * 6 and max(abs(x - y) for x, y in zip(fa, fb)) < 1e-4, (fa, fb)
+if sys.argv[4]:
+    import transformers
+    model, info = transformers.AutoModelForCausalLM.from_pretrained(sys.argv[3], output_loading_info=True)
+    assert type(model).__name__ == sys.argv[4] and not info["missing_keys"] and not info["unexpected_keys"], info
+else:
+    base = json.load(open(sys.argv[5] + "/adapter_config.json"))["base_model_name_or_path"]
+    def names(folder):
+        out = set()
+        for f in glob.glob(folder + "/*.safetensors"):
+            with safe_open(f, "pt") as s:
+                out |= set(s.keys())
+        return out
+    assert names(sys.argv[3]) == names(base), sorted(names(sys.argv[3]) ^ names(base))
+print(f"adapter and merged model: the same answers and {len(fa)} log probabilities within 1e-4")
+P
+}
+
+# export_family CONFIG_SCRIPT FAMILY...: $TMP/FAMILY for each, the tiny config.json and tokenizer tests/e2e/CONFIG_SCRIPT
+# writes for it, with random weights (seed 5) from swift export; and the sft flags the family tests share: `base` (full
+# training on swift/self-cognition, 2 micro-batches a step) and `common` (batches of 2, 4 steps, saved at the last).
+export_family() {
+  local script="$1" fam
+  shift
+  for fam in "$@"; do
+    "$PY" "$ROOT/tests/e2e/$script" "$fam" "$TMP/${fam}_config" >/dev/null 2>&1 \
+      && "$SWIFT" export --model "$TMP/${fam}_config" --init_strategy normal --seed 5 --output_dir "$TMP/$fam" >/dev/null 2>&1 \
+      || { echo "FAIL export $fam"; exit 1; }
+  done
+  base=(--dataset swift/self-cognition#40 --model_name Tiny Tests --model_author Tests Tests --train_type full
+        --gradient_accumulation_steps 2 --learning_rate 1e-3 --logging_steps 1 --add_version false --num_threads 1
+        --seed 1 --adam_epsilon 1e-6 --max_grad_norm 1.0)
+  common=("${base[@]}" --per_device_train_batch_size 2 --max_steps 4 --save_steps 4)
 }

@@ -17,7 +17,9 @@
 #include "swift/model/init_weights.h"
 #include "swift/model/model_config.h"
 #include "swift/model/param_sharding.h"
+#include "swift/model/parameter_layout.h"
 #include "swift/model/rope.h"
+#include "swift/model/tensor_parallel.h"
 #include "test_util.h"
 
 using namespace swift;
@@ -116,7 +118,7 @@ TEST_P(FamilyTest, Bf16CloseToFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Families, FamilyTest,
                          ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma", "gemma2", "gemma3_text",
-                                           "phi3", "glm4", "deepseek_v2", "deepseek_v3"));
+                                           "phi3", "glm4", "internlm2", "internlm3", "deepseek_v2", "deepseek_v3"));
 
 TEST(Checkpoint, ShardedSaveLoadsBack) {
   torch::NoGradGuard no_grad;
@@ -682,6 +684,73 @@ TEST(Rope, PairsRegroupedAsHalvesRotateAsPairs) {
   const auto [q, k] = model::apply_rotary(model::pairs_to_halves(x), model::pairs_to_halves(x), cos, sin);
   EXPECT_TRUE(at::allclose(q, model::pairs_to_halves(pairs), 1e-12, 1e-12));
   EXPECT_FALSE(at::allclose(model::apply_rotary(x, x, cos, sin).first, pairs, 1e-3, 1e-3));  // halves of x: not GLM's
+}
+
+// InternLM2's config.json: its own module names (checkpoints and adapters keep them), q/k/v in one wqkv grouped by
+// key/value head, biases on wqkv and wo by "bias" (default true), head_dim from the width alone; InternLM3's biases.
+TEST(InternLMConfig, NamesGroupedWqkvAndBiases) {
+  auto c = model::parse_model_config(test::tiny_config("internlm2"), "internlm2");
+  EXPECT_TRUE(c.fused_qkv && c.qkv_grouped_by_kv_head && c.attention_bias && !c.mlp_bias && !c.fused_gate_up);
+  auto m = test::random_model(test::tiny_config("internlm2"), 5);
+  const auto params = m->named_parameters();
+  for (const char* name : {"model.tok_embeddings.weight", "model.layers.0.attention.wqkv.weight",
+                           "model.layers.0.attention.wqkv.bias", "model.layers.0.attention.wo.bias",
+                           "model.layers.0.feed_forward.w1.weight", "model.layers.0.feed_forward.w3.weight",
+                           "model.layers.0.feed_forward.w2.weight", "model.layers.0.attention_norm.weight",
+                           "model.layers.0.ffn_norm.weight", "model.norm.weight", "output.weight"})
+    EXPECT_TRUE(params.contains(name)) << name;
+  EXPECT_EQ(params["model.layers.1.attention.wqkv.weight"].size(0), 64 + 2 * 32);
+  double allocated = 0;
+  for (const auto& p : m->parameters()) allocated += static_cast<double>(p.numel());
+  EXPECT_EQ(model::parameter_count(c), allocated);
+  EXPECT_TRUE(model::parameter_place("output.weight").output_layer);
+  // Tensor parallelism takes whole key/value groups of wqkv per rank: 2 groups split over 2 ranks, not over 4.
+  EXPECT_EQ(model::tensor_parallel_problem(c, 2), "");
+  EXPECT_NE(model::tensor_parallel_problem(c, 4).find("each rank takes whole key/value groups of wqkv"), std::string::npos);
+  EXPECT_EQ(model::parameter_place("model.tok_embeddings.weight").side, model::ParameterPlace::Side::kInput);
+  const auto* family = model::find_model_family("", {"InternLM3ForCausalLM"});
+  ASSERT_NE(family, nullptr);
+  EXPECT_EQ(family->template_for([](const std::string&) { return true; }), "internlm2");  // as ms-swift
+
+  // The grouping: the same weights laid out as Llama's (query head h = g * 2 + i from group g's block i, key and value
+  // head g from its last two blocks) give the same logits.
+  torch::NoGradGuard no_grad;
+  auto llama_config = test::tiny_config("llama");
+  llama_config["attention_bias"] = true;  // InternLM2's wqkv and wo biases (the MLP has none)
+  auto llama = test::random_model(llama_config, 6);
+  auto theirs = llama->named_parameters();
+  auto set = [&](const std::string& name, const at::Tensor& value) { theirs[name].copy_(value.reshape(theirs[name].sizes())); };
+  set("model.embed_tokens.weight", params["model.tok_embeddings.weight"]);
+  set("model.norm.weight", params["model.norm.weight"]);
+  set("lm_head.weight", params["output.weight"]);
+  for (const std::string l : {"model.layers.0.", "model.layers.1."}) {
+    for (const std::string kind : {"weight", "bias"}) {
+      const auto groups = params[l + "attention.wqkv." + kind].view({2, 4, 16, -1});  // 2 groups of 2 queries, key, value
+      set(l + "self_attn.q_proj." + kind, groups.narrow(1, 0, 2));
+      set(l + "self_attn.k_proj." + kind, groups.select(1, 2));
+      set(l + "self_attn.v_proj." + kind, groups.select(1, 3));
+      set(l + "self_attn.o_proj." + kind, params[l + "attention.wo." + kind]);
+    }
+    for (auto [mine, llamas] : {std::pair{"feed_forward.w1", "mlp.gate_proj"}, {"feed_forward.w3", "mlp.up_proj"},
+                                {"feed_forward.w2", "mlp.down_proj"}, {"attention_norm", "input_layernorm"},
+                                {"ffn_norm", "post_attention_layernorm"}})
+      set(l + llamas + ".weight", params[l + mine + ".weight"]);
+  }
+  model::ForwardArgs args;
+  args.input_ids = at::arange(0, 16, at::kLong).mul(7).remainder(128).view({2, 8});
+  EXPECT_TRUE(at::allclose(m->forward(args), llama->forward(args), 1e-5, 1e-5));
+
+  auto j = test::tiny_config("internlm2");
+  j["head_dim"] = 32;  // InternLM2 reads no head_dim: always hidden_size / num_attention_heads
+  EXPECT_EQ(model::parse_model_config(j, "internlm2").head_dim, 16);
+  j["rope_scaling"] = {{"type", "yarn"}, {"factor", 2.0}};
+  EXPECT_THROW(model::parse_model_config(j, "internlm2"), DataError);
+  c = model::parse_model_config(test::tiny_config("internlm3"), "internlm3");
+  EXPECT_TRUE(c.qkv_bias && !c.attention_bias && !c.mlp_bias && c.head_dim == 24 && !c.fused_qkv);
+  j = test::tiny_config("internlm3");
+  j["bias"] = true;
+  j["qkv_bias"] = false;
+  EXPECT_THROW(model::parse_model_config(j, "internlm3"), DataError);
 }
 
 TEST(Phi3LongRope, GenerationPastTheOriginalLengthRecomputesTheCache) {

@@ -11,7 +11,7 @@ import sys
 
 import torch
 import transformers
-from safetensors.torch import save_file
+from safetensors.torch import load_file, save_file
 
 VOCAB = 160
 BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -116,7 +116,72 @@ CASES = {
                                                partial_rotary_factor=0.75,
                                                rope_parameters=dict(rope_type="linear", factor=2.0, rope_theta=5000.0,
                                                                     partial_rotary_factor=0.75)), True),
+    # InternLM2 and InternLM3 are remote code, not in transformers: the reference is transformers' Llama on the same
+    # weights, and the saved folder is then rewritten in the family's own layout (REWRITE below). InternLM2: biases on
+    # wqkv and wo, 2 query heads per key/value head, dynamic NTK (12 tokens past max_position_embeddings 8); then 4 per
+    # key/value head with linear scaling. InternLM3: q/k/v, o and MLP biases, an explicit head_dim, dynamic NTK.
+    "internlm2": ("LlamaConfig", dict(attention_bias=True, max_position_embeddings=8, rope_theta=1e6,
+                                      rope_scaling=dict(rope_type="dynamic", factor=2.0)), False),
+    "internlm2_gqa4": ("LlamaConfig", dict(num_attention_heads=8, rope_scaling=dict(rope_type="linear", factor=2.0)), False),
+    "internlm3": ("LlamaConfig", dict(attention_bias=True, mlp_bias=True, head_dim=24, max_position_embeddings=8,
+                                      rope_theta=5e7, rope_scaling=dict(rope_type="dynamic", factor=6.0)), False),
 }
+
+
+def as_internlm2(folder):
+    """A Llama folder rewritten as InternLM2's remote code saves it: its names, q/k/v in one wqkv whose rows are
+    grouped by key/value head (modeling_internlm2.py splits them as "b q (h gs d) -> b q h gs d", gs = 2 + query heads
+    per key/value head: the group's queries, then its key, then its value), rope_scaling with "type", bias for wqkv/wo."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    heads, kv = cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d = cfg["hidden_size"] // heads
+    w = load_file(os.path.join(folder, "model.safetensors"))
+    out = {"model.tok_embeddings.weight": w.pop("model.embed_tokens.weight"), "output.weight": w.pop("lm_head.weight"),
+           "model.norm.weight": w.pop("model.norm.weight")}
+    for i in range(cfg["num_hidden_layers"]):
+        p, q = f"model.layers.{i}.", f"model.layers.{i}."
+        for kind in ("weight", "bias"):
+            if p + f"self_attn.q_proj.{kind}" not in w:
+                continue
+            qs = w.pop(p + f"self_attn.q_proj.{kind}").reshape(kv, heads // kv, d, -1)
+            ks = w.pop(p + f"self_attn.k_proj.{kind}").reshape(kv, 1, d, -1)
+            vs = w.pop(p + f"self_attn.v_proj.{kind}").reshape(kv, 1, d, -1)
+            fused = torch.cat([qs, ks, vs], 1).reshape(kv * (heads // kv + 2) * d, -1)
+            out[q + f"attention.wqkv.{kind}"] = fused.squeeze(-1) if kind == "bias" else fused
+        for old, new in (("self_attn.o_proj", "attention.wo"), ("mlp.gate_proj", "feed_forward.w1"),
+                         ("mlp.up_proj", "feed_forward.w3"), ("mlp.down_proj", "feed_forward.w2"),
+                         ("input_layernorm", "attention_norm"), ("post_attention_layernorm", "ffn_norm")):
+            for kind in ("weight", "bias"):
+                if p + f"{old}.{kind}" in w:
+                    out[q + f"{new}.{kind}"] = w.pop(p + f"{old}.{kind}")
+    assert not w, sorted(w)
+    os.remove(os.path.join(folder, "model.safetensors"))
+    save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    params = cfg.pop("rope_parameters")
+    scaling = {"type": params["rope_type"], "factor": params["factor"]} if params["rope_type"] != "default" else None
+    bias = cfg.pop("attention_bias")
+    for key in ("mlp_bias", "head_dim", "pretraining_tp"):
+        cfg.pop(key, None)
+    cfg.update(model_type="internlm2", architectures=["InternLM2ForCausalLM"], bias=bias,
+               rope_theta=params["rope_theta"], rope_scaling=scaling)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+def as_internlm3(folder):
+    """A Llama folder as InternLM3's remote code saves it: Llama's names, qkv_bias for q/k/v, bias for o_proj and the MLP."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    assert cfg["attention_bias"] == cfg["mlp_bias"]
+    bias = cfg.pop("attention_bias")
+    cfg.pop("mlp_bias")
+    cfg.update(model_type="internlm3", architectures=["InternLM3ForCausalLM"], bias=bias, qkv_bias=bias)
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+
+
+REWRITE = {"internlm2": as_internlm2, "internlm2_gqa4": as_internlm2, "internlm3": as_internlm3}
 
 
 def randomise(model, seed):
@@ -202,6 +267,8 @@ def main(out_dir):
                    "padded_attention_mask": mask, "padded_logits": padded.contiguous(),
                    "bf16_logits": bf16_logits.contiguous(), "greedy": greedy.contiguous()},
                   os.path.join(folder, "reference.safetensors"))
+        if name in REWRITE:
+            REWRITE[name](folder)
         manifest["cases"].append(name)
     with open(os.path.join(out_dir, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)

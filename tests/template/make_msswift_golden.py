@@ -222,6 +222,15 @@ CASES = [
     ('glm4_infer', 'glm4_style', 'glm4', 'infer', None, None, None, MULTI_SYS[:4]),
     ('glm4_infer_thinking', 'glm4_style', 'glm4', 'infer', None, None, True, MULTI[:3]),
     ('glm4_infer_continue', 'glm4_style', 'glm4', 'infer', None, None, None, MULTI[:4]),
+    # InternLM2 / 2.5 / 3 (internlm2_style: Llama 2's pipeline adding <s>, InternLM2's ChatML tokens): ChatML after the
+    # tokenizer's <s>, InternLM's long default system prompt.
+    ('internlm2_multi_default', 'internlm2_style', 'internlm2', 'train', 'default', None, None, MULTI),
+    ('internlm2_multi_sys', 'internlm2_style', 'internlm2', 'train', 'default', None, None, MULTI_SYS),
+    ('internlm2_multi_last_round', 'internlm2_style', 'internlm2', 'train', 'last_round', None, None, MULTI_SYS),
+    ('internlm2_loss_flags_all', 'internlm2_style', 'internlm2', 'train', 'all', None, None, LOSS_FLAGS),
+    ('internlm2_cli_system', 'internlm2_style', 'internlm2', 'train', 'default', 'You are a pirate.', None, MULTI),
+    ('internlm2_pretrain', 'internlm2_style', 'internlm2', 'train', 'default', None, None, [A('Just some text to learn.')]),
+    ('internlm2_infer', 'internlm2_style', 'internlm2', 'infer', None, None, None, MULTI[:3]),
 ]
 
 
@@ -258,7 +267,7 @@ def main():
         if mode == 'train':
             case['labels'] = enc['labels']
             case['loss_text'] = tok.decode([t for t in enc['labels'] if t != -100])
-        if tok_name not in ('mistral7b', 'phi3_style'):  # byte-level BPE: decode(ids) is exactly the rendered text
+        if tok_name not in ('mistral7b', 'phi3_style', 'internlm2_style'):  # byte-level BPE: decode(ids) is exactly the rendered text
             case['text'] = tok.decode(enc['input_ids'])
         out.append(case)
     doc = {

@@ -79,7 +79,7 @@ TEST(MsSwiftGolden, CoversEveryTemplateAndRule) {
   }
   EXPECT_GE(golden()["cases"].size(), 45u);
   EXPECT_EQ(templates, (std::set<std::string>{"chatml", "deepseek", "deepseek_r1", "deepseek_v2_5", "default", "gemma",
-                                             "gemma3_text", "glm4", "llama", "llama3", "phi3", "phi4", "qwen", "qwen2_5",
+                                             "gemma3_text", "glm4", "internlm2", "llama", "llama3", "phi3", "phi4", "qwen", "qwen2_5",
                                              "qwen3"}));
   EXPECT_EQ(rules, (std::set<std::string>{"all", "default", "last_round", "all+ignore_empty_think",
                                           "default+ignore_empty_think", "last_round+ignore_empty_think"}));

@@ -138,7 +138,7 @@ TEST_P(Conformance, BatchEncodeEqualsSequential) {
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, Conformance, ::testing::Values("qwen3", "llama3", "mistral7b", "gemma_style",
                                                                       "deepseek_style", "phi3_style", "phi4_style",
-                                                                      "glm4_style"));
+                                                                      "glm4_style", "internlm2_style"));
 
 }  // namespace
 }  // namespace swift::tokenizer::test

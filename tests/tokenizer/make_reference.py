@@ -5,7 +5,7 @@
 usage: make_reference.py OUT_DIR ASSETS_DIR HARD_STRINGS_JSONL
 
 For each vocabulary folder in ASSETS_DIR (qwen3, llama3, mistral7b, gemma_style, deepseek_style,
-phi3_style, phi4_style, glm4_style) writes OUT_DIR/<name>.json:
+phi3_style, phi4_style, glm4_style, internlm2_style) writes OUT_DIR/<name>.json:
   {"tokenizers": version, "cases": [{"ids": encode(s, add_special_tokens=False), "ids_special": ...=True,
     "decoded": decode(ids), "decoded_skip": decode(ids_special, skip_special_tokens=True)}, ...],
    "random_decodes": [{"ids": random ids, "decoded": ..., "decoded_skip": ...}, ...]}
@@ -32,7 +32,7 @@ def hf_reference(out_dir, assets, strings):
 
     done = []
     for name in ("qwen3", "llama3", "mistral7b", "gemma_style", "deepseek_style", "phi3_style", "phi4_style",
-                 "glm4_style"):
+                 "glm4_style", "internlm2_style"):
         path = os.path.join(assets, name, "tokenizer.json")
         if not os.path.exists(path):
             print(f"tokenizer reference: {path} missing, skipped")

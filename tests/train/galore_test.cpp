@@ -157,8 +157,12 @@ TEST(GaLore, ProjectsTheDecoderLinearLayers) {
   EXPECT_FALSE(galore_projects(o, "model.layers.0.input_layernorm.weight", vector));
   EXPECT_FALSE(galore_projects(o, "lm_head.weight", matrix));
   EXPECT_FALSE(galore_projects(o, "model.embed_tokens.weight", matrix));
+  EXPECT_FALSE(galore_projects(o, "output.weight", matrix));  // InternLM2's head and embedding
+  EXPECT_FALSE(galore_projects(o, "model.tok_embeddings.weight", matrix));
+  EXPECT_TRUE(galore_projects(o, "model.layers.0.attention.wqkv.weight", matrix));
   o.with_embedding = true;
   EXPECT_TRUE(galore_projects(o, "model.embed_tokens.weight", matrix));
+  EXPECT_TRUE(galore_projects(o, "model.tok_embeddings.weight", matrix));
   o.target_modules = {"q_proj", "v_proj"};
   EXPECT_TRUE(galore_projects(o, "model.layers.0.self_attn.v_proj.weight", matrix));
   EXPECT_FALSE(galore_projects(o, "model.layers.0.mlp.up_proj.weight", matrix));

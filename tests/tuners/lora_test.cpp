@@ -710,3 +710,15 @@ TEST(ExpertLora, AllLinearOnMixtureOfExpertsConvertsAsPeft) {
   auto dense = test::random_model(test::tiny_config("qwen3"), 9);  // not a converted family
   EXPECT_EQ(tuners::convert_expert_targets(dense, d).target_modules, std::vector<std::string>{"all-linear"});
 }
+
+// InternLM2's modules keep their own names, so all-linear LoRA lands on wqkv, wo, w1, w3, w2 (not the head, output)
+// and adapter_config.json lists them as ms-swift's find_all_linears does.
+TEST(Lora, InternLM2AllLinearKeepsItsModuleNames) {
+  auto m = test::random_model(test::tiny_config("internlm2"), 3);
+  const auto wrapped = tuners::apply_lora(m, random_lora(), 1);
+  EXPECT_EQ(wrapped.size(), 2u * 5u);
+  EXPECT_EQ(wrapped.front(), "model.layers.0.attention.wqkv");
+  EXPECT_EQ(tuners::to_adapter_config_json(random_lora(), wrapped)["target_modules"],
+            nlohmann::json({"w1", "w2", "w3", "wo", "wqkv"}));
+  EXPECT_TRUE(m->named_parameters().contains("model.layers.1.feed_forward.w2.lora_B.weight"));
+}

@@ -4,7 +4,9 @@
 //   model.layers.N.self_attn.{q,k}_norm.weight, model.layers.N.mlp.{gate,up,down}_proj.weight,
 //   model.layers.N.self_attn.qkv_proj.weight and model.layers.N.mlp.gate_up_proj.weight (Phi-3's fused ones),
 //   model.layers.N.{input,post_attention}_layernorm.weight,
-//   model.layers.N.{pre,post}_feedforward_layernorm.weight (Gemma 2/3), model.norm.weight, lm_head.weight (untied only).
+//   model.layers.N.{pre,post}_feedforward_layernorm.weight (Gemma 2/3), model.norm.weight, lm_head.weight (untied only);
+//   a family whose files name them otherwise keeps its names (ModelConfig::names: InternLM2's model.tok_embeddings,
+//   attention.wqkv, feed_forward.w1, ..., output; sandwich_norm_names: GLM-4's).
 #pragma once
 
 #include <torch/nn/module.h>
@@ -137,7 +139,7 @@ class AttentionImpl : public torch::nn::Module {
   // with fewer key/value heads than ranks the one its query heads share.
   void divide_heads(int size, int rank);
   Linear q_proj{nullptr}, k_proj{nullptr}, v_proj{nullptr}, o_proj{nullptr};
-  Linear qkv_proj{nullptr};  // Phi-3 (config.fused_qkv): q, k and v in one; q/k/v_proj are then null
+  Linear qkv_proj{nullptr};  // Phi-3, InternLM2 (config.fused_qkv): q, k and v in one; q/k/v_proj are then null
   RMSNorm q_norm{nullptr}, k_norm{nullptr};
 
  private:
@@ -147,6 +149,7 @@ class AttentionImpl : public torch::nn::Module {
   double softcap_;  // of the scores (Gemma 2); 0: none
   bool sliding_rope_;  // this layer takes AttentionInputs::sliding_cos/sin
   bool rope_interleaved_;  // GLM-4: the rotated dimensions pair up adjacently
+  bool qkv_grouped_;       // InternLM2: qkv_proj's rows grouped by key/value head
 };
 TORCH_MODULE(Attention);
 

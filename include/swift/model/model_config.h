@@ -1,5 +1,5 @@
 // The decoder's configuration, read from a Hugging Face config.json. One struct covers every family
-// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3, glm4, qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
+// (llama, qwen2, qwen3, mistral, gemma, gemma2, gemma3_text, phi3, glm4, internlm2, internlm3, qwen2_moe, qwen3_moe, mixtral, deepseek_v2,
 // deepseek_v3):
 // they differ only in the flags below, set by the family registry.
 #pragma once
@@ -95,6 +95,23 @@ struct MoeConfig {
   std::vector<std::string> stored_expert_parts = {"gate_proj", "up_proj", "down_proj"};  // gate, up, down
 };
 
+// What the family's files call the modules that Llama's call embed_tokens, lm_head, self_attn, ... (InternLM2:
+// tok_embeddings, output, attention, feed_forward, attention_norm, ffn_norm, wqkv, wo, w1, w3, w2). swift's modules
+// carry these names, so checkpoints and LoRA adapters (PEFT's module paths) keep them.
+struct ModuleNames {
+  std::string embed_tokens = "embed_tokens";
+  std::string lm_head = "lm_head";
+  std::string self_attn = "self_attn";
+  std::string mlp = "mlp";
+  std::string input_layernorm = "input_layernorm";
+  std::string post_attention_layernorm = "post_attention_layernorm";  // before the MLP (without sandwich norms)
+  std::string qkv_proj = "qkv_proj";  // the fused q/k/v projection (fused_qkv)
+  std::string o_proj = "o_proj";
+  std::string gate_proj = "gate_proj";
+  std::string up_proj = "up_proj";
+  std::string down_proj = "down_proj";
+};
+
 struct ModelConfig {
   std::string model_type;  // "llama", "qwen2", "qwen3", "mistral", "gemma", ..., "mixtral" (family_registry.cpp)
   int64_t vocab_size = 0;
@@ -121,6 +138,10 @@ struct ModelConfig {
   // fused as the checkpoint and PEFT name them.
   bool fused_qkv = false;
   bool fused_gate_up = false;
+  // InternLM2's wqkv: its rows grouped by key/value head, each group that head's query heads, then its key, then its
+  // value (Phi-3's qkv_proj: all queries, then all keys, then all values).
+  bool qkv_grouped_by_kv_head = false;
+  ModuleNames names;
   // GLM-4: RoPE rotates adjacent pairs (x0, x1), (x2, x3)... of the rotated dimensions rather than the two halves.
   bool rope_interleaved = false;
   // Gemma: every RMSNorm scales by (1 + weight), in fp32 before the cast back; its weights start at 0.

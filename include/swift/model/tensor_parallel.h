@@ -1,6 +1,7 @@
 // Tensor parallelism inside the model (Megatron-LM's layout): each rank of a tensor-parallel group holds a slice of
 // every large weight and computes its share of the heads, the MLP width and the vocabulary.
-//   column-parallel (output rows split): q_proj, k_proj, v_proj, gate_proj, up_proj, lm_head; its input goes
+//   column-parallel (output rows split): q_proj, k_proj, v_proj (InternLM2's fused wqkv: whole key/value groups per
+//     rank), gate_proj, up_proj, lm_head; its input goes
 //     through copy_to_tensor_parallel (identity forward, gradient summed over the group in backward);
 //   row-parallel (input columns split): o_proj, down_proj; their partial outputs are summed over the group by
 //     reduce_from_tensor_parallel (the sum forward, identity backward), the bias added once after;

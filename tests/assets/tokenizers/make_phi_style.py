@@ -42,8 +42,9 @@ PHI4_SPECIAL = ["<|endoftext|>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suff
                 "<|im_sep|>", "<|dummy_85|>"]
 
 
-def phi3_style(assets, out_dir):
-    # Merges learnt within words (as SentencePiece does), then put in Llama 2's pipeline (mistral7b's tokenizer.json).
+def llama2_style(assets, add_bos):
+    """Llama 2's pipeline (mistral7b's tokenizer.json) over merges learnt from CORPUS within words (as SentencePiece
+    does), its post-processor adding <s> or nothing."""
     trainer_tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
     trainer_tok.normalizer = normalizers.Sequence([normalizers.Prepend("\u2581"), normalizers.Replace(" ", "\u2581")])
     trainer_tok.pre_tokenizer = pre_tokenizers.Split("\u2581", behavior="merged_with_next")
@@ -57,7 +58,13 @@ def phi3_style(assets, out_dir):
     llama["model"]["vocab"], llama["model"]["merges"] = trained["vocab"], trained["merges"]
     llama["added_tokens"] = [t for t in llama["added_tokens"] if t["id"] < 3]
     tok = Tokenizer.from_str(json.dumps(llama))
-    tok.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
+    if not add_bos:
+        tok.post_processor = processors.TemplateProcessing(single="$A", pair="$A $B")
+    return tok
+
+
+def phi3_style(assets, out_dir):
+    tok = llama2_style(assets, add_bos=False)
     base = tok.get_vocab_size(with_added_tokens=True)
     PHI3_ADDED[:] = [(base + i, content, rstrip, special) for i, (_, content, rstrip, special) in enumerate(PHI3_ADDED)]
     for token_id, content, rstrip, special in PHI3_ADDED:
