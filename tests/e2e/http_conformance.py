@@ -355,36 +355,40 @@ check("memory returned after large requests (RSS within 100 MB of before)",
 
 
 # --- memory: flat over a load run (2 clients, the server's capacity here (one running, one waiting), x 40
-# requests, a third streamed; a warm-up run first so the allocator's steady state is the baseline). A request that
-# finds the queue full (429) or no free connection (503) in a race is allowed, nothing else.
+# requests, a third streamed; a warm-up run first so the allocator's steady state is the baseline). A client's next
+# request can arrive before the server has released the slot of the answer it just read (more often with other tests
+# running beside this one: 56 of 80 once under CI's load), and finds the queue full (429) or no free connection (503):
+# it retries after a pause, as a client does, and every request must end answered.
 def load_run(clients=2, each=40):
-    statuses = []
+    statuses, retries = [], []
 
     def client(k):
         for i in range(each):
             body = json.loads(COMPLETION)
             body["stream"] = (k + i) % 3 == 0
-            r = exchange(request_bytes("POST", "/v1/completions", json.dumps(body).encode()), timeout=60)
+            for attempt in range(100):
+                r = exchange(request_bytes("POST", "/v1/completions", json.dumps(body).encode()), timeout=60)
+                if r is None or r.status not in (429, 503):
+                    break
+                time.sleep(0.02)
             statuses.append(r.status if r is not None else None)
+            retries.append(attempt)
 
     workers = [threading.Thread(target=client, args=(k,)) for k in range(clients)]
     for w in workers:
         w.start()
     for w in workers:
         w.join()
-    return statuses
+    return statuses, retries
 
 
 load_run()
 before_load = settle()
-statuses = load_run()
+statuses, retries = load_run()
 after_load = settle()
 print(f"rss MB over a load run of {len(statuses)} requests: before {before_load:.0f}, after {after_load:.0f} "
-      f"({statuses.count(200)} answered)")
-# (A client's next request can arrive before the server has released the slot of the answer it just read, more so
-# with other tests running beside this one: 9 of 80 were 429 so once.)
-check("load run: every request answered (200; 429/503 only in a race), most 200",
-      all(s in (200, 429, 503) for s in statuses) and statuses.count(200) >= 0.5 * len(statuses),
+      f"({statuses.count(200)} answered, {sum(retries)} retries after 429/503)")
+check("load run: every request answered (after retries on 429/503)", statuses.count(200) == len(statuses),
       {s: statuses.count(s) for s in set(statuses)})
 check("memory flat over the load run (RSS within 30 MB)", after_load - before_load < 30, (before_load, after_load))
 if args.rss_report:
