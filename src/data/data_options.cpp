@@ -28,8 +28,8 @@ std::vector<cli::FlagSpec> dataset_flags(bool pretrain, const std::string& loss_
       {"template", FlagType::kString, "", "chat template (default: the checkpoint's args.json, else the family's)"},
       {"system", FlagType::kString, "", "system prompt replacing the template's default"},
       {"agent_template", FlagType::kString, "",
-       "how a `tools` column, tool calls and tool results are written: hermes, llama3, react_en (default: the "
-       "template's own: hermes for qwen*, llama3 for llama3*)"},
+       "how a `tools` column, tool calls and tool results are written: hermes, llama3, react_en, glm4 (default: "
+       "the template's own: hermes for qwen*, llama3 for llama3*, glm4 for glm4)"},
       {"use_chat_template", FlagType::kBool, pretrain ? "false" : "true", "false: plain text, as pretraining"},
       {"loss_scale", FlagType::kString, loss_scale_help.empty() ? (pretrain ? "all" : "default") : loss_scale_default,
        loss_scale_help.empty() ? "which tokens carry loss: default, last_round, all (each optionally +ignore_empty_think)"

@@ -38,8 +38,8 @@ std::vector<cli::FlagSpec> inference_model_flags() {
       {"use_chat_template", FlagType::kBool, "true", "false: encode raw text as pretraining does (completion)"},
       {"enable_thinking", FlagType::kString, "", "true/false: Qwen3 thinking on or off (default: the template's)"},
       {"agent_template", FlagType::kString, "",
-       "how tools and tool calls are written and found in replies: hermes, llama3, react_en (default: the checkpoint's "
-       "args.json, else the template's own)"},
+       "how tools and tool calls are written and found in replies: hermes, llama3, react_en, glm4 (default: the "
+       "checkpoint's args.json, else the template's own)"},
   };
   for (auto& f : quant::quant_flags()) flags.push_back(f);
   for (auto& f : engine_flags()) flags.push_back(f);

@@ -1,6 +1,6 @@
 // ms-swift's agent templates (see agent_template.h). The texts are ms-swift 4.6's (swift/agent_template/hermes.py,
-// llama.py, react.py, base.py), quirks included: hermes puts "\n\n" before "# Tools" even without a system prompt,
-// react_en writes a call's arguments as Python's str() of the dict.
+// llama.py, react.py, glm4.py, base.py), quirks included: hermes puts "\n\n" before "# Tools" even without a system
+// prompt, react_en and glm4 write a call's arguments as Python's str() of the dict, glm4 drops the system prompt.
 #include "swift/template/agent_template.h"
 
 #include <regex>
@@ -15,8 +15,9 @@ AgentTemplate parse_agent_template(std::string_view name) {
   if (name == "hermes") return AgentTemplate::kHermes;
   if (name == "llama3") return AgentTemplate::kLlama3;
   if (name == "react_en") return AgentTemplate::kReactEn;
+  if (name == "glm4") return AgentTemplate::kGlm4;
   throw UsageError("--agent_template " + std::string(name) + " is not an agent template swift has",
-                   "use hermes (Qwen's), llama3 or react_en");
+                   "use hermes (Qwen's), llama3, react_en or glm4");
 }
 
 std::string_view agent_template_name(AgentTemplate agent) {
@@ -24,6 +25,7 @@ std::string_view agent_template_name(AgentTemplate agent) {
     case AgentTemplate::kHermes: return "hermes";
     case AgentTemplate::kLlama3: return "llama3";
     case AgentTemplate::kReactEn: return "react_en";
+    case AgentTemplate::kGlm4: return "glm4";
   }
   return "hermes";
 }
@@ -199,6 +201,18 @@ std::string format_tools(AgentTemplate agent, const std::vector<ordered_json>& t
           descs + "\n\n" + *first_user_message;
       return system;
     }
+    case AgentTemplate::kGlm4: {  // ms-swift's GLM4AgentTemplate._format_tools: the system prompt is not kept
+      std::string descs;
+      for (const auto& wrapped : tools) {
+        const ordered_json& tool = wrapped.contains("function") && wrapped.contains("type") ? wrapped["function"] : wrapped;
+        std::string name;
+        for (const char* key : {"name_for_model", "name"})
+          if (name.empty() && tool.contains(key) && tool[key].is_string()) name = tool[key].get<std::string>();
+        descs += (descs.empty() ? "" : "\n") + std::string("## ") + name + "\n\n" + python_json_dumps(tool, 4) +
+                 "\n在调用上述函数时，请使用 Json 格式表示调用的参数。";
+      }
+      return "# 可用工具\n\n" + descs;
+    }
     case AgentTemplate::kReactEn: {
       std::string descs, names;
       for (const auto& wrapped : tools) {
@@ -245,9 +259,13 @@ std::string format_tool_calls(AgentTemplate agent, const std::vector<ToolCall>& 
       case AgentTemplate::kReactEn:
         out += "Action: " + call.name + "\nAction Input: " + python_str(arguments) + "\n";
         break;
+      case AgentTemplate::kGlm4:
+        out += (out.empty() ? "" : "<|assistant|>") + call.name + "\n" + python_str(arguments);
+        break;
     }
   }
   if (agent == AgentTemplate::kReactEn) out += "Observation:";
+  if (agent == AgentTemplate::kGlm4) out += "<|observation|>";
   return out;
 }
 
@@ -269,6 +287,18 @@ std::vector<ToolCall> parse_tool_calls(AgentTemplate agent, const std::string& r
       auto v = parse_json_text(it->str());
       if (v && v->is_object() && v->contains("name") && v->contains("parameters") && (*v)["name"].is_string())
         calls.push_back(make_call((*v)["name"].get<std::string>(), (*v)["parameters"]));
+    }
+  } else if (agent == AgentTemplate::kGlm4) {  // per <|assistant|>-separated piece: "name\n{...}"
+    static const std::regex kCall(R"(([^\n`]*?)\n(\{[\s\S]*?\})(?=\w*\n|$))");
+    size_t from = 0;
+    while (from <= reply.size()) {
+      size_t end = reply.find("<|assistant|>", from);
+      if (end == std::string::npos) end = reply.size();
+      std::string piece = reply.substr(from, end - from);
+      for (size_t at; (at = piece.find("<|observation|>")) != std::string::npos;) piece.erase(at, 15);
+      std::smatch m;
+      if (std::regex_search(piece, m, kCall)) calls.push_back(make_call(m[1].str(), ordered_json(m[2].str())));
+      from = end + 13;  // past "<|assistant|>"
     }
   }
   if (calls.empty()) calls = parse_react(reply);  // ms-swift's "compat react_en"

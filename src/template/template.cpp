@@ -258,6 +258,7 @@ std::optional<AgentTemplate> Template::agent_template() const {
   if (options_.agent_template) return options_.agent_template;
   if (meta_.tool_format == ToolFormat::kHermes) return AgentTemplate::kHermes;
   if (meta_.tool_format == ToolFormat::kLlama3) return AgentTemplate::kLlama3;
+  if (meta_.tool_format == ToolFormat::kGlm4) return AgentTemplate::kGlm4;
   return std::nullopt;
 }
 
@@ -271,16 +272,11 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
                 "choose how tools are written with --agent_template hermes, llama3 or react_en");
     return *agent;
   };
-  if (meta_.tool_turns_need_agent_template && !agent)
-    for (size_t i = 0; i < messages.size(); ++i)
-      SWIFT_CHECK(messages[i].role != Role::kTool, DataError,
-                  "messages[" + std::to_string(i) + "] is a tool result, and chat template '" + meta_.name +
-                      "' writes tool turns in ms-swift's " + meta_.name + " agent format, which swift does not have yet",
-                  "choose how tools are written with --agent_template hermes, llama3 or react_en");
   // How tool results are written: the agent template's way, else the chat template's.
   const ToolFormat tool_format = !agent                               ? meta_.tool_format
                                  : *agent == AgentTemplate::kHermes   ? ToolFormat::kHermes
                                  : *agent == AgentTemplate::kLlama3   ? ToolFormat::kLlama3
+                                 : *agent == AgentTemplate::kGlm4     ? ToolFormat::kGlm4
                                                                       : ToolFormat::kReact;
   const bool last_round_rule = mode == Mode::kTrain && options_.loss_rule == LossRule::kLastRound;
 
@@ -427,12 +423,13 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
   append(with_system ? meta_.system_prefix : meta_.prefix, ContextType::kOther, nullptr);
   // ReAct tool results (ms-swift's ReactCompatMixin._format_tool_responses): they go on in the turn of the reply
   // that called the tool, after its "Observation:". Every agent template writes them so after a ReAct-style call.
+  // GLM-4's go on after the calls' <|observation|> too, and open the next reply themselves.
   std::vector<bool> react_results(turns.size(), false);
   for (size_t t = 1; agent && t < turns.size(); ++t) {
     if (turns[t].role != Role::kTool || turns[t - 1].role != Role::kAssistant) continue;
     std::string& call = turns[t - 1].parts.back();
     const bool with_action = call.find("Action:") != std::string::npos && call.find("Action Input:") != std::string::npos;
-    if (!with_action && tool_format != ToolFormat::kReact) continue;
+    if (!with_action && tool_format != ToolFormat::kReact && tool_format != ToolFormat::kGlm4) continue;
     std::string text;
     if (with_action) {
       if (!ends_with(call, "Observation:")) call += ends_with(call, "\n") ? "Observation:" : "\nObservation:";
@@ -441,6 +438,9 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
         text += turns[t].parts[k];
         if (!ends_with(turns[t].parts[k], "\n")) text += "\n";
       }
+    } else if (tool_format == ToolFormat::kGlm4) {
+      for (size_t k = 0; k < turns[t].parts.size(); ++k) text += (k > 0 ? "<|observation|>\n" : "\n") + turns[t].parts[k];
+      text += "<|assistant|>\n";
     } else {
       for (const auto& result : turns[t].parts) text += result;
     }
@@ -502,10 +502,16 @@ std::vector<Template::Context> Template::build(const Conversation& messages, Mod
       if (!response_prefix().empty()) out.push_back(Context::of_text(response_prefix(), ContextType::kOther));
     }
   }
-  // GLM-4: a rendering that ends open at the generation prompt leaves its newline for the model to write.
-  if (meta_.open_prompt_drops_newline && !out.empty() && out.back().type == ContextType::kOther && out.back().ids.empty() &&
-      ends_with(out.back().text, "<|assistant|>\n"))
-    out.back().text.pop_back();
+  // GLM-4 (GLM4Template.strip_newline): "<|assistant|>\n" loses its newline where the rendering ends open there (the
+  // model writes it) and where a tool call follows (written "<|assistant|>name\n{...}<|observation|>").
+  if (meta_.open_prompt_drops_newline) {
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (!out[i].ids.empty() || out[i].type == ContextType::kResponse || !ends_with(out[i].text, "<|assistant|>\n")) continue;
+      size_t next = i + 1;
+      while (next < out.size() && out[next].ids.empty() && out[next].text.empty()) ++next;
+      if (next == out.size() || out[next].text.find("<|observation|>") != std::string::npos) out[i].text.pop_back();
+    }
+  }
   if (!post_eos.empty()) out.push_back(Context::of_ids(post_eos, ContextType::kSuffix));
 
   // Loss (ms-swift's LossScale with binary weights): a reply's own `loss` wins; else `all` marks everything,

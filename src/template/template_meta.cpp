@@ -225,7 +225,7 @@ TemplateMeta glm4() {
   m.required_tokens = {"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>"};
   m.thinking_prefix = "<think>";
   m.open_prompt_drops_newline = true;
-  m.tool_turns_need_agent_template = true;
+  m.tool_format = ToolFormat::kGlm4;  // ms-swift's GLM4TemplateMeta: agent_template glm4
   return m;
 }
 

@@ -89,8 +89,8 @@ grep -q '<tool_call>\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": {\\"city
 run react 0 "$SWIFT" sft --model "$TMP/m" --train_type full --dataset "$TMP/agent.jsonl#4" --max_steps 1 --agent_template react_en \
   --output_dir "$TMP/react" --add_version false
 grep -q '"agent_template": "react_en"' "$TMP/react/checkpoint-1/args.json" && ok || bad "args.json lacks the agent template"
-run bad_agent 2 "$SWIFT" sft --model "$TMP/m" --dataset "$TMP/agent.jsonl" --agent_template glm4 --output_dir "$TMP/x"
-has bad_agent "--agent_template glm4 is not an agent template swift has" err
+run bad_agent 2 "$SWIFT" sft --model "$TMP/m" --dataset "$TMP/agent.jsonl" --agent_template glm4_5 --output_dir "$TMP/x"
+has bad_agent "--agent_template glm4_5 is not an agent template swift has" err
 run no_agent 3 "$SWIFT" sft --model "$TMP/m" --template chatml --dataset "$TMP/agent.jsonl" --max_steps 1 --output_dir "$TMP/y"
 has no_agent "--agent_template" err
 

@@ -30,8 +30,16 @@ TEST(AgentTemplate, FindsToolCallsInReplies) {
   ASSERT_EQ(calls.size(), 1u);
   EXPECT_EQ(calls[0].name, "get_weather");
   EXPECT_EQ(calls[0].arguments, "{\"city\": \"Paris\"}");
+  // GLM-4: "name\n{...}" per <|assistant|>-separated piece, the arguments as written (nested objects whole).
+  calls = parse_tool_calls(AgentTemplate::kGlm4,
+                           "get_weather\n{\"city\": \"Paris\"}<|assistant|>get_time\n{\"city\": \"Rome\", \"x\": {\"a\": 1}}<|observation|>");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0].name, "get_weather");
+  EXPECT_EQ(calls[0].arguments, "{\"city\": \"Paris\"}");
+  EXPECT_EQ(calls[1].name, "get_time");
+  EXPECT_EQ(calls[1].arguments, "{\"city\": \"Rome\", \"x\": {\"a\": 1}}");  // as ms-swift 4.6's get_toolcall
   // ReAct, and ReAct as every agent's fallback.
-  for (auto agent : {AgentTemplate::kReactEn, AgentTemplate::kHermes, AgentTemplate::kLlama3}) {
+  for (auto agent : {AgentTemplate::kReactEn, AgentTemplate::kHermes, AgentTemplate::kLlama3, AgentTemplate::kGlm4}) {
     calls = parse_tool_calls(agent, "Thought: look it up\nAction: get_weather\nAction Input: {\"city\": \"Paris\"}\nObservation:");
     ASSERT_EQ(calls.size(), 1u) << agent_template_name(agent);
     EXPECT_EQ(calls[0].name, "get_weather");
@@ -50,6 +58,10 @@ TEST(AgentTemplate, WritesToolCallsAsMsSwift) {
   // ms-swift writes a ReAct call's arguments as Python's str() of the dict.
   EXPECT_EQ(format_tool_calls(AgentTemplate::kReactEn, {{"f", "{\"s\": \"it's\", \"b\": true, \"n\": null}"}}),
             "Action: f\nAction Input: {'s': \"it's\", 'b': True, 'n': None}\nObservation:");
+  // GLM-4: the same str() of the dict after the name, calls joined by <|assistant|>, closed by <|observation|>.
+  EXPECT_EQ(format_tool_calls(AgentTemplate::kGlm4, {calls[0], {"get_time", "{}"}}),
+            "get_weather\n{'city': 'Paris'}<|assistant|>get_time\n{}<|observation|>");
+  EXPECT_EQ(parse_agent_template("glm4"), AgentTemplate::kGlm4);
 }
 
 TEST(AgentTemplate, ToolsColumnShapes) {
@@ -61,7 +73,7 @@ TEST(AgentTemplate, ToolsColumnShapes) {
   EXPECT_TRUE(parse_tools(ordered_json()).empty());
   EXPECT_THROW(parse_tools(ordered_json::parse("[1]")), DataError);
   EXPECT_THROW(parse_tools(ordered_json("not json")), DataError);
-  EXPECT_THROW(parse_agent_template("glm4"), UsageError);
+  EXPECT_THROW(parse_agent_template("glm4_5"), UsageError);
   EXPECT_EQ(parse_agent_template("react_en"), AgentTemplate::kReactEn);
 }
 

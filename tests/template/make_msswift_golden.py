@@ -231,6 +231,16 @@ CASES = [
     ('internlm2_cli_system', 'internlm2_style', 'internlm2', 'train', 'default', 'You are a pirate.', None, MULTI),
     ('internlm2_pretrain', 'internlm2_style', 'internlm2', 'train', 'default', None, None, [A('Just some text to learn.')]),
     ('internlm2_infer', 'internlm2_style', 'internlm2', 'infer', None, None, None, MULTI[:3]),
+    # GLM-4's own agent template (glm4): the tools replace the system prompt, a call is "name\n{arguments}" closed by
+    # <|observation|> right after <|assistant|>, the results follow "\n" and end with <|assistant|>\n.
+    ('glm4_tools', 'glm4_style', 'glm4', 'train', 'default', None, None, AGENT, [WEATHER, TIME], None),
+    ('glm4_tools_text_and_calls', 'glm4_style', 'glm4', 'train', 'default', None, None, AGENT_TEXT_AND_CALLS,
+     [WEATHER, TIME], None),
+    ('glm4_tools_system', 'glm4_style', 'glm4', 'train', 'default', None, None, [S('You are terse.')] + AGENT, [WEATHER], None),
+    ('glm4_tools_swift_form', 'glm4_style', 'glm4', 'train', 'last_round', None, None, AGENT_SWIFT_FORM, [WEATHER], None),
+    ('glm4_tools_infer', 'glm4_style', 'glm4', 'infer', None, None, None, AGENT[:3], [WEATHER], None),
+    ('glm4_tools_infer_first', 'glm4_style', 'glm4', 'infer', None, None, None, AGENT[:1], [WEATHER], None),
+    ('glm4_react_en', 'glm4_style', 'glm4', 'train', 'default', None, None, AGENT, [WEATHER], 'react_en'),
 ]
 
 

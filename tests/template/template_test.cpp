@@ -324,12 +324,10 @@ TEST(TemplateGlm4, OpenPromptEndsAtTheAssistantTokenAndRepliesLoseLeadingNewline
   TemplateOptions thinking;
   thinking.enable_thinking = true;
   EXPECT_EQ(make("glm4", "glm4_style", thinking).reply_text("\nHm."), "\nHm.");
-  // ms-swift writes GLM-4's tool turns in its glm4 agent format, which swift has not: refused unless --agent_template.
-  const Conversation with_tool = {U("Weather?"), A("Calling."), T("{\"temp\": 21}")};
-  EXPECT_THROW(glm.render(with_tool), DataError);
-  TemplateOptions hermes;
-  hermes.agent_template = AgentTemplate::kHermes;
-  EXPECT_NO_THROW(make("glm4", "glm4_style", hermes).render(with_tool));
+  // Tool results in GLM-4's agent format (its own, as ms-swift's glm4 template): they open the next reply themselves.
+  EXPECT_EQ(glm.agent_template(), AgentTemplate::kGlm4);
+  EXPECT_EQ(glm.render({U("Weather?"), A("Calling."), T("{\"temp\": 21}"), T("{\"sky\": \"clear\"}")}),
+            "[gMASK]<sop><|user|>\nWeather?<|assistant|>\nCalling.\n{\"temp\": 21}<|observation|>\n{\"sky\": \"clear\"}<|assistant|>");
 }
 
 TEST(TemplateErrors, UnknownTemplateListsTheAvailableOnes) {

@@ -5,6 +5,9 @@
 //   llama3   (Llama 3's default): the tools (JSON, indent 4) and an instruction before the first user message;
 //            each call as {"name": ..., "parameters": {...}}; results in ipython-style tool turns
 //   react_en: a ReAct system prompt; calls as "Action: name\nAction Input: {...}\nObservation:"
+//   glm4     (GLM-4-0414's default): the tools (JSON, indent 4) under "# 可用工具" in place of the system prompt; each
+//            call as "name\n{arguments}" (Python's str of the dict), calls joined by <|assistant|> and closed by
+//            <|observation|>; results after "\n", joined by "<|observation|>\n", closed by <|assistant|>\n
 // The JSON inside prompts is written as Python's json.dumps writes it (", " and ": " separators, non-ASCII kept),
 // so the token ids equal ms-swift's.
 #pragma once
@@ -20,9 +23,9 @@
 
 namespace swift::templates {
 
-enum class AgentTemplate { kHermes, kLlama3, kReactEn };
+enum class AgentTemplate { kHermes, kLlama3, kReactEn, kGlm4 };
 
-// "hermes" | "llama3" | "react_en"; UsageError naming --agent_template otherwise.
+// "hermes" | "llama3" | "react_en" | "glm4"; UsageError naming --agent_template otherwise.
 AgentTemplate parse_agent_template(std::string_view name);
 std::string_view agent_template_name(AgentTemplate agent);
 
@@ -39,8 +42,9 @@ std::vector<nlohmann::ordered_json> parse_tools(const nlohmann::ordered_json& to
 // in (it shows in the prompt), one read as JSON objects has lost it (nlohmann's objects sort their keys).
 std::vector<nlohmann::ordered_json> row_tools(const nlohmann::json& row);
 
-// The system prompt with the tools described (hermes, react_en), or `system` unchanged with the description put
-// before the first user message's text (llama3). `system`: the system prompt in force ("" for none).
+// The system prompt with the tools described (hermes, react_en; glm4: the description alone, the system prompt
+// dropped as ms-swift drops it), or `system` unchanged with the description put before the first user message's text
+// (llama3). `system`: the system prompt in force ("" for none).
 std::string format_tools(AgentTemplate agent, const std::vector<nlohmann::ordered_json>& tools, const std::string& system,
                          std::string* first_user_message);
 

@@ -39,6 +39,7 @@ enum class ToolFormat {
   kHermes,  // a user turn of "<tool_response>\n...\n</tool_response>" blocks joined by "\n" (Qwen)
   kLlama3,  // one "<|start_header_id|>tool<|end_header_id|>\n\n...<|eot_id|>" block per result
   kReact,   // ReAct (react_en): inside the reply's own turn, after its "Observation:"
+  kGlm4,    // GLM-4: after the calls' <|observation|>, "\n" + results joined by "<|observation|>\n" + "<|assistant|>\n"
 };
 
 struct TemplateMeta {
@@ -70,9 +71,6 @@ struct TemplateMeta {
   // GLM-4 (ms-swift's GLM4Template.strip_newline): a prompt left open for generation ends at the generation prompt
   // without its last "\n" (the model writes it), and generated replies lose their leading newlines.
   bool open_prompt_drops_newline = false;
-  // GLM-4: ms-swift writes its tool results in its own agent format (glm4), which swift does not have: tool turns
-  // are refused unless --agent_template says how to write them.
-  bool tool_turns_need_agent_template = false;
 };
 
 // Names of the built-in templates, sorted: chatml, default, llama, llama3, llama3_2, mistral, qwen, qwen2_5, ...
