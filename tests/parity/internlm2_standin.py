@@ -1,4 +1,4 @@
-"""A stand-in for InternLM2's model code, for the PEFT parity tests.
+"""Stand-ins for InternLM2's and InternLM3's model code, for the PEFT parity tests.
 
 InternLM2's modeling_internlm2.py ships with its checkpoints as remote code: transformers does not have it and its
 file is not ours to vendor. This module computes what it computes, as its layout is documented (docs/models.md):
@@ -6,6 +6,7 @@ transformers' Llama pieces (RMSNorm, RoPE, GQA) under InternLM2's module names (
 model.layers.N.attention.wqkv/wo, feed_forward.w1/w3/w2, attention_norm, ffn_norm, model.norm, output), with wqkv's
 rows grouped by key/value head (each group's query heads, then its key, then its value). PEFT wraps modules by those
 names, so adapters made here carry InternLM2's keys. make() checks it against transformers' Llama on the same weights.
+InternLM3 is Llama's computation under Llama's names: its folder loads into transformers' Llama (load_internlm3).
 """
 import json
 import os
@@ -101,4 +102,20 @@ def load(folder):
         rope_scaling={"rope_type": scaling["type"], "factor": scaling["factor"]} if scaling else None)
     model = InternLM2StandIn(config).eval()
     model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")))  # strict: every name InternLM2's
+    return model
+
+
+def load_internlm3(folder):
+    """The InternLM3 folder (as make_reference.as_internlm3 writes it) in transformers' Llama: q/k/v biases by qkv_bias,
+    o_proj and the MLP's by bias (equal here: Llama has one flag for the attention's four)."""
+    with open(os.path.join(folder, "config.json")) as f:
+        cfg = json.load(f)
+    assert cfg["bias"] == cfg["qkv_bias"], "Llama cannot hold InternLM3 with different bias and qkv_bias"
+    keys = ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "max_position_embeddings", "rms_norm_eps", "head_dim", "tie_word_embeddings")
+    config = transformers.LlamaConfig(**{k: cfg[k] for k in keys if k in cfg}, attention_bias=cfg["bias"],
+                                      mlp_bias=cfg["bias"], rope_parameters=cfg.get("rope_parameters"))
+    config._attn_implementation = "eager"
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.load_state_dict(load_file(os.path.join(folder, "model.safetensors")))
     return model

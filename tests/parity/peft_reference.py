@@ -20,7 +20,7 @@ import transformers
 from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_reference import as_internlm2, randomise  # noqa: E402  (the transformers parity reference's helpers)
+from make_reference import as_internlm2, as_internlm3, randomise  # noqa: E402  (the parity reference's helpers)
 import internlm2_standin  # noqa: E402
 
 BASE = dict(vocab_size=128, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
@@ -111,14 +111,18 @@ CASES = {
     "llama_rank_alpha_pattern": ("LlamaConfig", {}, dict(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
                                                        rank_pattern={"q_proj": 8, r"layers\.1\.mlp\.down_proj": 2},
                                                        alpha_pattern={"down_proj": 3})),
+    # GLM-4: all-linear (q/k/v with biases, o_proj, the fused gate_up_proj, down_proj) under PEFT's names.
+    "glm4_all_linear": ("Glm4Config", dict(head_dim=16, pad_token_id=0, eos_token_id=2),
+                        dict(r=4, lora_alpha=8, target_modules="all-linear")),
     # InternLM2 (remote code; internlm2_standin.py computes it under its names): ms-swift's all-linear, i.e. LoRA on the
     # fused wqkv (grouped by key/value head), wo, w1, w3, w2; biases on wqkv and wo, dynamic NTK past 8 positions.
     "internlm2_all_linear": ("InternLM2", dict(attention_bias=True, max_position_embeddings=8,
                                                 rope_scaling=dict(rope_type="dynamic", factor=2.0)),
                              dict(r=4, lora_alpha=8, target_modules=["wqkv", "wo", "w1", "w2", "w3"])),
-    # GLM-4: all-linear (q/k/v with biases, o_proj, the fused gate_up_proj, down_proj) under PEFT's names.
-    "glm4_all_linear": ("Glm4Config", dict(head_dim=16, pad_token_id=0, eos_token_id=2),
-                        dict(r=4, lora_alpha=8, target_modules="all-linear")),
+    # InternLM3 (remote code, Llama's names): ms-swift's all-linear list, biases everywhere (bias and qkv_bias), head_dim 24.
+    "internlm3_all_linear": ("InternLM3", dict(attention_bias=True, mlp_bias=True, head_dim=24),
+                             dict(r=4, lora_alpha=8, target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                                     "up_proj", "down_proj"])),
 }
 
 
@@ -132,7 +136,7 @@ def make(out_dir):
     os.makedirs(out_dir, exist_ok=True)
     ids = torch.arange(0, 24).remainder(128).view(2, 12) * 5 % 128
     for i, (name, (config_cls, overrides, lora_kwargs)) in enumerate(CASES.items()):
-        remote = config_cls == "InternLM2"  # a Llama model, saved in InternLM2's layout, then run by the stand-in
+        remote = config_cls in ("InternLM2", "InternLM3")  # a Llama model saved in the family's layout, run by a stand-in
         cfg = getattr(transformers, "LlamaConfig" if remote else config_cls)(**{**BASE, **overrides})
         cfg._attn_implementation = "eager"
         model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.float32).eval()
@@ -140,9 +144,10 @@ def make(out_dir):
         folder = os.path.join(out_dir, name)
         model.save_pretrained(os.path.join(folder, "base"), safe_serialization=True)
         if remote:
-            as_internlm2(os.path.join(folder, "base"))
+            (as_internlm2 if config_cls == "InternLM2" else as_internlm3)(os.path.join(folder, "base"))
             llama_model = model
-            model = internlm2_standin.load(os.path.join(folder, "base"))
+            model = (internlm2_standin.load if config_cls == "InternLM2" else internlm2_standin.load_internlm3)(
+                os.path.join(folder, "base"))
             with torch.no_grad():
                 diff = (model(input_ids=ids).logits - llama_model(input_ids=ids).logits).abs().max().item()
             assert diff < 1e-5, f"{name}: the InternLM2 stand-in differs from Llama on the same weights by {diff}"
@@ -174,9 +179,10 @@ def check(base, adapter, logits_path, tol="1e-4"):
     peft.LoraConfig.from_pretrained(adapter)  # PEFT parses swift's adapter_config.json
     ref = load_file(logits_path)
     with open(os.path.join(base, "config.json")) as f:
-        remote = json.load(f)["model_type"] == "internlm2"
-    model = internlm2_standin.load(base) if remote else transformers.AutoModelForCausalLM.from_pretrained(
-        base, dtype=torch.float32, attn_implementation="eager")
+        model_type = json.load(f)["model_type"]
+    model = (internlm2_standin.load(base) if model_type == "internlm2"
+             else internlm2_standin.load_internlm3(base) if model_type == "internlm3"
+             else transformers.AutoModelForCausalLM.from_pretrained(base, dtype=torch.float32, attn_implementation="eager"))
     pm = peft.PeftModel.from_pretrained(model, adapter).eval()
     with torch.no_grad():
         logits = pm(input_ids=ref["input_ids"]).logits
