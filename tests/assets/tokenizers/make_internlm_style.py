@@ -9,14 +9,13 @@ tokens after it in InternLM2's order, <s> as BOS and </s> as EOS and pad.
 
   .venv/bin/python tests/assets/tokenizers/make_internlm_style.py tests/assets/tokenizers
 """
-import json
 import os
 import sys
 
 from tokenizers import AddedToken
 from transformers import PreTrainedTokenizerFast
 
-from make_phi_style import llama2_style  # the same pipeline and training text as phi3_style
+from make_phi_style import llama2_style, save_bos_eos_flags  # the same pipeline and training text as phi3_style
 
 INTERNLM2_SPECIAL = ["<|plugin|>", "<|interpreter|>", "<|action_end|>", "<|action_start|>", "<|im_end|>", "<|im_start|>"]
 
@@ -27,12 +26,7 @@ def internlm2_style(assets, out_dir):
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", pad_token="</s>",
                                    unk_token="<unk>", clean_up_tokenization_spaces=False)
     fast.save_pretrained(out_dir)
-    with open(os.path.join(out_dir, "tokenizer_config.json")) as f:
-        config = json.load(f)
-    config["add_bos_token"] = True
-    config["add_eos_token"] = False
-    with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
-        json.dump(config, f, indent=2, ensure_ascii=False)
+    save_bos_eos_flags(out_dir, add_bos=True)
 
 
 def main(assets):

@@ -75,9 +75,15 @@ def phi3_style(assets, out_dir):
                                    pad_token="<|endoftext|>", unk_token="<unk>", add_bos_token=False,
                                    clean_up_tokenization_spaces=False)
     fast.save_pretrained(out_dir)
+    save_bos_eos_flags(out_dir, add_bos=False)
+
+
+def save_bos_eos_flags(out_dir, add_bos):
+    """Writes add_bos_token / add_eos_token (False) into the saved tokenizer_config.json, as SentencePiece-style
+    tokenizers' configs state them (save_pretrained leaves them out)."""
     with open(os.path.join(out_dir, "tokenizer_config.json")) as f:
         config = json.load(f)
-    config["add_bos_token"] = False
+    config["add_bos_token"] = add_bos
     config["add_eos_token"] = False
     with open(os.path.join(out_dir, "tokenizer_config.json"), "w") as f:
         json.dump(config, f, indent=2, ensure_ascii=False)
