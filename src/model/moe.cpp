@@ -302,22 +302,38 @@ at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_lo
   return at::stack({sum, at::scalar_tensor(static_cast<double>(router_logits.size()), sum.options())});
 }
 
+namespace {
+
+// How many of one layer's (token, choice) rows chose each expert, the pads (mask 0) left out: [num_experts] float64.
+at::Tensor routed_counts(const at::Tensor& chosen, int64_t num_experts, const at::Tensor& mask, const SumOverRowShares& over_shares) {
+  const int64_t top_k = chosen.size(-1);
+  const at::Tensor picks = chosen.reshape({-1});
+  const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(chosen.device(), at::kDouble).repeat_interleave(top_k)
+                                           : at::ones({picks.size(0)}, chosen.options().dtype(at::kDouble));
+  return over(over_shares, at::zeros({num_experts}, weight.options()).scatter_add(0, picks, weight));
+}
+
+}  // namespace
+
 at::Tensor expert_load_max(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask,
                            const SumOverRowShares& over_shares) {
   at::NoGradGuard no_grad;
   std::vector<at::Tensor> loads, seen;  // per layer, on the device
   for (const auto& chosen : choices) {
-    const int64_t top_k = chosen.size(-1);
-    const at::Tensor picks = chosen.reshape({-1});
-    const at::Tensor weight = mask.defined() ? mask.reshape({-1}).to(chosen.device(), at::kDouble).repeat_interleave(top_k)
-                                             : at::ones({picks.size(0)}, chosen.options().dtype(at::kDouble));
-    const at::Tensor counts = over(over_shares, at::zeros({num_experts}, weight.options()).scatter_add(0, picks, weight));
+    const at::Tensor counts = routed_counts(chosen, num_experts, mask, over_shares);
     const at::Tensor total = counts.sum();
     seen.push_back(total.gt(0).to(at::kDouble));  // a layer that saw no token (all pads) counts for nothing
     loads.push_back(counts.max() / total.clamp_min(1.0) * static_cast<double>(num_experts) * seen.back());
   }
   if (loads.empty()) return at::zeros({2}, at::TensorOptions().dtype(at::kDouble));
   return at::stack({at::stack(loads).sum(), at::stack(seen).sum()});
+}
+
+at::Tensor expert_tokens(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask) {
+  at::NoGradGuard no_grad;
+  at::Tensor sum = at::zeros({num_experts}, at::TensorOptions().dtype(at::kDouble));
+  for (const auto& chosen : choices) sum = routed_counts(chosen, num_experts, mask, {}) + sum.to(chosen.device());
+  return sum;
 }
 
 }  // namespace swift::model

@@ -34,7 +34,7 @@ int run(const std::string& command, bool pretrain, const std::vector<std::string
     if (c.policy->config().is_moe()) {
       const model::MoeConfig& moe = c.policy->config().moe;
       const std::string& family = c.policy->config().model_type;
-      objective.mixture_of_experts = true;
+      objective.num_experts = moe.num_experts;
       objective.router_aux_loss_coef = o.router_aux_loss_coef;
       if (!moe.aux_loss_in_forward && o.router_aux_loss_coef > 0) {  // as ms-swift, whose model returns no aux_loss
         log_info("--router_aux_loss_coef has no effect on ", family,

@@ -3,6 +3,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "swift/data/packing.h"
 #include "swift/model/context_parallel.h"
 #include "swift/model/moe.h"
@@ -33,14 +35,16 @@ class CausalLmObjective : public TrainingObjective {
     std::vector<std::string> names{"loss", "token_acc"};
     if (aux_loss()) names.push_back("aux_loss");
     if (megatron_aux_loss()) names.push_back("load_balancing_loss");
-    if (options_.mixture_of_experts) names.push_back("expert_load_max");
+    if (mixture_of_experts()) names.push_back("expert_load_max");
     if (capacity().drops()) names.push_back("expert_drop_rate");
+    // One row per expert, logged as the list expert_tokens (TrainingLog gathers "name/i" rows into lists).
+    for (int64_t e = 0; e < options_.num_experts; ++e) names.push_back("expert_tokens/" + std::to_string(e));
     return names;
   }
   MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
     // Each sparse layer's router logits (the auxiliary loss) and chosen experts (their load).
     std::vector<at::Tensor> routers, choices;
-    const bool moe = options_.mixture_of_experts;  // set for models with sparse layers only
+    const bool moe = mixture_of_experts();
     if (moe) model::record_router_logits(policy, &routers, &choices);
     const at::Tensor hidden = policy->forward_hidden(forward_args(batch, policy->device()));
     if (moe) model::record_router_logits(policy, nullptr);  // not from a recomputation in the backward
@@ -70,7 +74,7 @@ class CausalLmObjective : public TrainingObjective {
   // A pipeline stage before the last: its sparse layers' share of Megatron's load-balancing loss and of the
   // routers' figures (the last stage's compute() reports its own layers').
   StageResult stage_output(model::CausalLM& policy, const data::Batch& batch) override {
-    if (!options_.mixture_of_experts) return TrainingObjective::stage_output(policy, batch);
+    if (!mixture_of_experts()) return TrainingObjective::stage_output(policy, batch);
     std::vector<at::Tensor> routers, choices;
     model::record_router_logits(policy, &routers, &choices);
     StageResult stage(policy->forward_hidden(forward_args(batch, policy->device())));
@@ -88,7 +92,8 @@ class CausalLmObjective : public TrainingObjective {
  private:
   // What this rank's sparse layers give for one forward: Megatron's load-balancing loss (a term of the loss sum,
   // before the step's division; undefined without --moe_aux_loss_coeff or sparse layers here), and the rows of
-  // load_balancing_loss, expert_load_max and expert_drop_rate that are logged, each (sum over the layers, layers).
+  // load_balancing_loss, expert_load_max and expert_drop_rate that are logged, each (sum over the layers, layers),
+  // and of expert_tokens/e.
   // Under context parallelism the load-balancing loss is this rank's part (its tokens' probabilities against the
   // whole rows' counts), counting 1/shares of the layers; the experts' load is the whole rows'.
   struct RouterTerms {
@@ -114,7 +119,10 @@ class CausalLmObjective : public TrainingObjective {
     rows.push_back(model::expert_load_max(choices, c.num_experts, mask, over_row_shares(policy)));
     if (capacity().drops()) rows.push_back(model::dropped_choices(routers, c.experts_per_token, c.norm_topk_prob, capacity(), mask));
     for (auto& r : rows) r = r.to(rows.front().device());
-    out.metrics = at::stack(rows);
+    // The tokens each expert was routed, a total (count -1) per sparse layer of the model: each context-parallel
+    // rank counts its own tokens (the data-parallel sum adds them), each stage its own layers (the stages' sum).
+    const at::Tensor tokens = model::expert_tokens(choices, c.num_experts, mask) / static_cast<double>(sparse_layers(policy));
+    out.metrics = at::cat({at::stack(rows), at::stack({tokens, at::full_like(tokens, -1.0)}, 1).to(rows.front().device())});
     return out;
   }
   // Context parallelism: the ranks holding shares of each row, and a token count's sum over them.
@@ -126,6 +134,11 @@ class CausalLmObjective : public TrainingObjective {
     const model::ContextParallel* cp = policy->context_parallel();
     if (!cp) return {};
     return [comm = cp->comm](const at::Tensor& t) { return model::sum_over_context_parallel(t, *comm); };
+  }
+  bool mixture_of_experts() const { return options_.num_experts > 0; }
+  static int64_t sparse_layers(const model::CausalLM& policy) {
+    const auto& sparse = policy->config().moe.sparse_layers;
+    return std::max<int64_t>(std::count(sparse.begin(), sparse.end(), true), 1);
   }
   bool aux_loss() const { return options_.router_aux_loss_coef > 0; }
   bool megatron_aux_loss() const { return options_.moe_aux_loss_coeff > 0; }

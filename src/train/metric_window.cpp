@@ -19,11 +19,12 @@ void MetricWindow::add(const at::Tensor& metrics) {
 
 void MetricWindow::reduce(distributed::ParallelStrategy& parallel) { sums_ = parallel.sum_metrics(sums_); }
 
-std::vector<std::pair<std::string, double>> MetricWindow::values() const {
+std::vector<std::pair<std::string, double>> MetricWindow::values(int64_t steps) const {
   std::vector<std::pair<std::string, double>> out;
   for (size_t i = 0; i < names_.size(); ++i) {
     const double sum = sums_[2 * i], count = sums_[2 * i + 1];
-    if (count != 0 || names_[i] == "loss") out.emplace_back(names_[i], count != 0 ? sum / count : 0.0);
+    if (count < 0) out.emplace_back(names_[i], sum / static_cast<double>(std::max<int64_t>(steps, 1)));
+    else if (count != 0 || names_[i] == "loss") out.emplace_back(names_[i], count != 0 ? sum / count : 0.0);
   }
   return out;
 }

@@ -10,6 +10,40 @@ namespace fs = std::filesystem;
 
 namespace swift::train {
 
+namespace {
+
+// A metric named "<list>/<i>" (expert_tokens/0, expert_tokens/1, ...) is entry i of the list <list>.
+std::optional<std::pair<std::string, size_t>> list_entry(const std::string& name) {
+  const auto slash = name.rfind('/');
+  if (slash == std::string::npos || slash + 1 == name.size()) return std::nullopt;
+  if (name.find_first_not_of("0123456789", slash + 1) != std::string::npos) return std::nullopt;
+  return std::make_pair(name.substr(0, slash), static_cast<size_t>(std::stoul(name.substr(slash + 1))));
+}
+
+// Adds one metric to a logged row (under `key`) and to the TensorBoard scalars (under `tag`); a list's entry joins
+// its list in the row.
+void add_metric(nlohmann::ordered_json& row, std::vector<std::pair<std::string, double>>& scalars,
+                const std::string& key, const std::string& tag, double v) {
+  scalars.emplace_back(tag, v);
+  const auto entry = list_entry(key);
+  if (!entry) {
+    row[key] = v;
+    return;
+  }
+  nlohmann::ordered_json& list = row[entry->first];
+  if (!list.is_array()) list = nlohmann::ordered_json::array();
+  while (list.size() <= entry->second) list.push_back(0.0);
+  list[entry->second] = v;
+}
+
+// The console line leaves the lists out (one number per expert is for logging.jsonl and TensorBoard).
+std::string console_line(nlohmann::ordered_json row) {
+  for (auto it = row.begin(); it != row.end();) it = it.value().is_array() ? row.erase(it) : std::next(it);
+  return format_log_row(row);
+}
+
+}  // namespace
+
 TrainingLog::TrainingLog(const fs::path& output_dir, bool add_version, const nlohmann::json& args,
                          distributed::ParallelStrategy& parallel)
     : parallel_(parallel) {
@@ -45,12 +79,9 @@ void TrainingLog::log_train(int64_t done, MetricWindow& window, const TrainingOb
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   nlohmann::ordered_json row;
   std::vector<std::pair<std::string, double>> scalars;
-  auto values = window.values();
+  auto values = window.values(window_steps_);
   objective.derive_metrics(values);
-  for (const auto& [name, v] : values) {
-    row[name] = v;
-    scalars.emplace_back("train/" + name, v);
-  }
+  for (const auto& [name, v] : values) add_metric(row, scalars, name, "train/" + name, v);
   row["grad_norm"] = window_grad_norm_ / static_cast<double>(window_steps_);
   row["learning_rate"] = learning_rate;
   row["memory(GiB)"] = peak_memory_gib(device_.is_cuda() ? device_.index() : -1);
@@ -61,11 +92,12 @@ void TrainingLog::log_train(int64_t done, MetricWindow& window, const TrainingOb
   row["elapsed_time"] = format_duration(elapsed);
   row["remaining_time"] = format_duration(elapsed / static_cast<double>(done - start_step_) * static_cast<double>(total_steps_ - done));
   if (jsonl_) jsonl_->write(row);
-  log_info(format_log_row(row));
+  log_info(console_line(row));
   scalars.emplace_back("train/grad_norm", row["grad_norm"].get<double>());
   scalars.emplace_back("train/learning_rate", row["learning_rate"].get<double>());
   if (tensorboard_) tensorboard_->add_scalars(scalars, done);
-  for (const auto& [tag, v] : scalars) scalars_.add(tag, done, v);
+  for (const auto& [tag, v] : scalars)
+    if (!list_entry(tag)) scalars_.add(tag, done, v);
   window.clear();
   window_grad_norm_ = 0;
   window_steps_ = 0;
@@ -74,15 +106,13 @@ void TrainingLog::log_train(int64_t done, MetricWindow& window, const TrainingOb
 void TrainingLog::log_eval(int64_t done, const std::vector<std::pair<std::string, double>>& metrics) {
   nlohmann::ordered_json row;
   std::vector<std::pair<std::string, double>> scalars;
-  for (const auto& [name, v] : metrics) {
-    row["eval_" + name] = v;
-    scalars.emplace_back("eval/" + name, v);
-  }
+  for (const auto& [name, v] : metrics) add_metric(row, scalars, "eval_" + name, "eval/" + name, v);
   row["global_step/max_steps"] = std::to_string(done) + "/" + std::to_string(total_steps_);
   if (jsonl_) jsonl_->write(row);
-  log_info(format_log_row(row));
+  log_info(console_line(row));
   if (tensorboard_) tensorboard_->add_scalars(scalars, done);
-  for (const auto& [tag, v] : scalars) scalars_.add(tag, done, v);
+  for (const auto& [tag, v] : scalars)
+    if (!list_entry(tag)) scalars_.add(tag, done, v);
 }
 
 void TrainingLog::finish() {

@@ -11,8 +11,8 @@
 #  - evaluation with gradient checkpointing on the tied Qwen3 logs one rank's eval_loss;
 #  - a CP2 checkpoint resumes exactly at CP2 and continues at one rank as one rank's run does;
 #  - on a Qwen3-MoE model the routers' load-balancing losses (Megatron's --moe_aux_loss_coeff at CP2, transformers'
-#    --router_aux_loss_coef under Ulysses) and the logged aux_loss, load_balancing_loss and expert_load_max equal one
-#    rank's;
+#    --router_aux_loss_coef under Ulysses) and the logged aux_loss, load_balancing_loss and expert_load_max (and at
+#    CP2 the tokens per expert, expert_tokens: each rank counts its own) equal one rank's;
 #  - ms-swift's sequence-parallel example command line runs as written (scaled to 2 ranks);
 #  - both flags at once, a size that does not divide the ranks and swift rlhf's ORPO with CP stop with exit 2 before
 #    the model loads (DPO and KTO under CP: rlhf_model_parallel_test.sh).
@@ -150,7 +150,7 @@ moe_aux() {  # moe_aux NAME LAYOUT_FLAG SIZE FLAGS... (the one-rank run once per
   compare "cp2_$name" "$TMP/one_$name" "$TMP/cp2_$name"
 }
 moe_aux megatron_aux --cp_size 2 --moe_aux_loss_coeff 0.5
-routers_like cp2_megatron_aux "$TMP/one_megatron_aux" "$TMP/cp2_megatron_aux" load_balancing_loss expert_load_max
+routers_like cp2_megatron_aux "$TMP/one_megatron_aux" "$TMP/cp2_megatron_aux" load_balancing_loss expert_load_max expert_tokens
 moe_aux router_aux --sequence_parallel_size 2 --router_aux_loss_coef 0.05
 routers_like cp2_router_aux "$TMP/one_router_aux" "$TMP/cp2_router_aux" aux_loss expert_load_max
 

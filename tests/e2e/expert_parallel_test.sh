@@ -42,12 +42,23 @@ run ep2 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${base[@]}" --pe
 has ep2_layout "model parallel: tp 1 x pp 1 x dp 2 (experts split over ep 2 of them)" err
 has ep2_experts "expert parallel: the experts of each sparse layer split over 2 ranks (this rank: experts 0-1 of 4)" err
 compare ep2 "$TMP/one" "$TMP/ep2"
-# The experts' load is logged with the losses: between 1 (balanced) and 4 (every choice to one expert).
-"$PY" - "$TMP/ep2/logging.jsonl" "$TMP/one/logging.jsonl" <<'P' && ok || bad "ep2: no expert_load_max in the log"
+# The experts' load is logged with the losses: between 1 (balanced) and 4 (every choice to one expert); and the
+# (token, choice) rows each expert was routed in a step (top 2 of 4, the mean of the sparse layers), as one rank
+# routes them, in logging.jsonl but not on the console line.
+"$PY" - "$TMP/ep2/logging.jsonl" "$TMP/one/logging.jsonl" "$TMP/err" <<'P' && ok || bad "ep2: no expert_load_max or expert_tokens in the log"
 import json, sys
-for path in sys.argv[1:]:
-    loads = [r["expert_load_max"] for r in map(json.loads, open(path)) if "loss" in r]
+rows = {p: [r for r in map(json.loads, open(p)) if "loss" in r] for p in sys.argv[1:3]}
+for path, rs in rows.items():
+    loads = [r["expert_load_max"] for r in rs]
     assert len(loads) == 4 and all(1.0 <= x <= 4.0 for x in loads), (path, loads)
+    for r in rs:
+        t = r["expert_tokens"]
+        assert len(t) == 4 and min(t) >= 0 and sum(t) > 0 and 2 * sum(t) == round(2 * sum(t)), (path, r)
+ep2, one = rows.values()
+worst = max(abs(a - b) for x, y in zip(ep2, one) for a, b in zip(x["expert_tokens"], y["expert_tokens"]))
+assert worst < 1e-6, (worst, ep2, one)
+assert "expert_tokens" not in open(sys.argv[3]).read()
+print("expert_tokens", one[0]["expert_tokens"], "equal under EP2")
 P
 # Each rank read half of every layer's experts after the split (the log rounds to 0.1 MiB; the experts are 6 MiB).
 "$PY" - "$TMP/err" "$TMP/moe/model.safetensors" <<'P' && ok || bad "ep2: a rank read more than its experts"

@@ -54,14 +54,15 @@ P
 }
 
 # routers_like NAME REF_RUN RUN KEY...: the mixture-of-experts figures KEY (load_balancing_loss, expert_load_max,
-# aux_loss) logged at each of the 4 steps agree to 1e-5.
+# aux_loss; the list expert_tokens entry by entry) logged at each of the 4 steps agree to 1e-5.
 routers_like() {
   "$PY" - "$@" <<'P' && ok || bad "$1: the routers' figures differ from one rank"
 import json, sys
 rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
 ra, rb, keys = rows(sys.argv[2]), rows(sys.argv[3]), sys.argv[4:]
 assert keys and len(ra) == len(rb) == 4 and all(k in r for r in ra + rb for k in keys), (keys, ra, rb)
-worst = max(abs(x[k] - y[k]) / max(1.0, abs(x[k])) for x, y in zip(ra, rb) for k in keys)
+pairs = lambda x, y: zip(x, y) if isinstance(x, list) and len(x) == len(y) else [(x, y)]
+worst = max(abs(a - b) / max(1.0, abs(a)) for x, y in zip(ra, rb) for k in keys for a, b in pairs(x[k], y[k]))
 assert worst < 1e-5, (worst, ra, rb)
 print(f"{', '.join(keys)} within {worst:.1e}")
 P

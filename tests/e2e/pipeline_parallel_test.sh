@@ -14,8 +14,9 @@
 #  - evaluation with gradient checkpointing passes through the stages and logs one rank's eval_loss;
 #  - on a Qwen3-MoE model: PP2, DP2 and TP2 x PP2 equal one rank; with Megatron's --moe_aux_loss_coeff (each stage's
 #    sparse layer adding its term) PP2 and TP2 x PP2 equal one rank, and so do load_balancing_loss and
-#    expert_load_max, which add every stage's layers (so does expert_drop_rate with a capacity factor; a first stage
-#    without sparse layers adds nothing); transformers' --router_aux_loss_coef is refused;
+#    expert_load_max, which add every stage's layers (so do expert_drop_rate with a capacity factor and, at TP2 x PP2,
+#    the tokens per expert expert_tokens; a first stage without sparse layers adds nothing); transformers'
+#    --router_aux_loss_coef is refused;
 #  - the seeds' Megatron command line runs as written at --tp_size 2 --pp_size 2 --dp_size 1 on 4 ranks;
 #  - more stages than layers and sizes that do not divide the ranks stop with exit 2 before the model loads.
 # swift rlhf through the stages: rlhf_model_parallel_test.sh.
@@ -95,7 +96,7 @@ routers_like pp2_moe_aux_on "$TMP/one_moe_aux" "$TMP/pp2_moe_aux_on" load_balanc
 run tp2_pp2_moe_aux 0 env NPROC_PER_NODE=4 "$SWIFT" sft --model "$TMP/moe_sparse" "${common[@]}" "${aux[@]}" --tp_size 2 \
   --pp_size 2 --sequence_parallel true --output_dir "$TMP/tp2_pp2_moe_aux"
 compare tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux"
-routers_like tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux" load_balancing_loss expert_load_max
+routers_like tp2_pp2_moe_aux "$TMP/one_moe_aux" "$TMP/tp2_pp2_moe_aux" load_balancing_loss expert_load_max expert_tokens
 # With the capacity dropping choices (expert_drop_rate adds the stages' too), and on the model whose first stage has
 # no sparse layer (its stage adds no loss term and no figures).
 drops=("${aux[@]}" --moe_expert_capacity_factor 0.75)
@@ -108,7 +109,7 @@ run one_moe_dense_first 0 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "${aux[
 run pp2_moe_dense_first 0 env NPROC_PER_NODE=2 "$SWIFT" sft --model "$TMP/moe" "${common[@]}" "${aux[@]}" --pp_size 2 \
   --output_dir "$TMP/pp2_moe_dense_first"
 compare pp2_moe_dense_first "$TMP/one_moe_dense_first" "$TMP/pp2_moe_dense_first"
-routers_like pp2_moe_dense_first "$TMP/one_moe_dense_first" "$TMP/pp2_moe_dense_first" load_balancing_loss expert_load_max
+routers_like pp2_moe_dense_first "$TMP/one_moe_dense_first" "$TMP/pp2_moe_dense_first" load_balancing_loss expert_load_max expert_tokens
 
 # The untied Qwen2: PP=4 (a layer each; the middle stages hold no embedding or head), an uneven PP=2 split (1 + 3
 # layers), TP2 x PP2 and DP2 x PP2.

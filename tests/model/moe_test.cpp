@@ -187,7 +187,7 @@ TEST(Moe, MegatronRouterArithmeticEqualsMegatronCore) {
 // --moe_aux_loss_coeff c adds c x (Megatron's loss summed over the layers) x the micro-batch's real tokens to its loss
 // sum (the step then divides by its label tokens, as Megatron-Core's per-token loss scales it); the LM loss logged
 // is unchanged, load_balancing_loss is the mean per layer ((sum over the layers, layers): the stages of a pipeline add
-// theirs), expert_drop_rate the share the capacity dropped.
+// theirs), expert_drop_rate the share the capacity dropped, expert_tokens/e the rows each expert was routed.
 TEST(Moe, MegatronAuxLossWeighsAMicroBatchByItsTokens) {
   auto m = test::random_model(test::tiny_config("qwen3_moe"), 8);
   m->train();
@@ -195,14 +195,15 @@ TEST(Moe, MegatronAuxLossWeighsAMicroBatchByItsTokens) {
   std::vector<const data::Example*> items;
   for (const auto& e : examples) items.push_back(&e);
   train::CausalLmObjectiveOptions plain_options;
-  plain_options.mixture_of_experts = true;
+  plain_options.num_experts = 4;
   train::CausalLmObjectiveOptions options = plain_options;
   options.moe_aux_loss_coeff = 0.1;
   options.expert_capacity_factor = 0.75;
   auto plain = train::causal_lm_objective(plain_options);
   auto objective = train::causal_lm_objective(options);
   EXPECT_EQ(objective->metric_names(),
-            (std::vector<std::string>{"loss", "token_acc", "load_balancing_loss", "expert_load_max", "expert_drop_rate"}));
+            (std::vector<std::string>{"loss", "token_acc", "load_balancing_loss", "expert_load_max", "expert_drop_rate",
+                                      "expert_tokens/0", "expert_tokens/1", "expert_tokens/2", "expert_tokens/3"}));
   const data::Batch batch = objective->collate(items, /*pad_id=*/0);
   const double tokens = batch.attention_mask.sum().item<double>();
   ASSERT_LT(tokens, static_cast<double>(batch.input_ids.numel())) << "a padded batch";
@@ -221,6 +222,11 @@ TEST(Moe, MegatronAuxLossWeighsAMicroBatchByItsTokens) {
   const at::Tensor dropped = model::dropped_choices(routers, 2, true, {0.75, false}, batch.attention_mask);
   EXPECT_GT(dropped[0].item<double>(), 0) << "the capacity dropped rows";
   EXPECT_TRUE(at::allclose(with_aux.metrics[4], dropped));
+  // One sparse layer routed each real token to k = 2 experts, before the capacity dropped any.
+  const at::Tensor routed = with_aux.metrics.narrow(0, 5, 4);
+  EXPECT_DOUBLE_EQ(routed.select(1, 0).sum().item<double>(), 2 * tokens) << routed;
+  EXPECT_TRUE(at::equal(routed.select(1, 1), at::full({4}, -1.0, routed.options()))) << "a total, logged per step";
+  EXPECT_TRUE(at::equal(without.metrics.narrow(0, 3, 4), routed)) << "the same routing without the aux loss";
   // The aux loss trains the routers.
   with_aux.loss.backward();
   EXPECT_GT(sparse_block(m).gate->weight.grad().abs().sum().item<double>(), 0.0);
@@ -281,6 +287,19 @@ TEST(Moe, ExpertLoadMaxIsTheBusiestExpertsShare) {
   EXPECT_DOUBLE_EQ(load[0].item<double>(), 2.0);
   load = model::expert_load_max({chosen}, 4, at::zeros({1, 4}));
   EXPECT_EQ(load[1].item<double>(), 0);
+}
+
+// The (token, choice) rows each expert was routed, summed over the layers; pads left out.
+TEST(Moe, ExpertTokensCountEachExpertsChoices) {
+  const at::Tensor balanced = at::arange(4, at::kLong).view({4, 1});
+  const at::Tensor one_expert = at::zeros({4, 1}, at::kLong);
+  at::Tensor tokens = model::expert_tokens({balanced, one_expert}, 4, at::Tensor());
+  EXPECT_TRUE(at::equal(tokens, at::tensor({5.0, 1.0, 1.0, 1.0}, at::kDouble))) << tokens;
+  const at::Tensor chosen = at::tensor({0, 1, 1, 2, 3, 2, 3, 1}, at::kLong).view({4, 2});
+  const at::Tensor mask = at::tensor({1.0, 1.0, 0.0, 0.0}).view({1, 4});  // the last two tokens are pads
+  tokens = model::expert_tokens({chosen}, 4, mask);
+  EXPECT_TRUE(at::equal(tokens, at::tensor({1.0, 2.0, 1.0, 0.0}, at::kDouble))) << tokens;
+  EXPECT_TRUE(at::equal(model::expert_tokens({}, 3, mask), at::zeros({3}, at::kDouble))) << "no sparse layer";
 }
 
 TEST(Moe, LoadBalancingLossFollowsItsDefinition) {

@@ -147,3 +147,19 @@ TEST(TrainStep, EveryMicroBatchReachesTheWindow) {
   // Three micro-batches of 2 drawn: the data moved on by 6 examples.
   EXPECT_EQ(run.data->state().at("position").get<int64_t>(), 6);
 }
+
+// A total (count -1 per micro-batch) is logged per optimizer step of the window; the other metrics are sum / count,
+// and one nothing was counted for is left out.
+TEST(MetricWindow, TotalsAreLoggedPerStep) {
+  train::MetricWindow window({"loss", "routed", "absent"});
+  const auto micro_batch = [](double loss, double tokens, double routed) {
+    return at::tensor({loss, tokens, routed, -1.0, 0.0, 0.0}, at::kDouble).view({3, 2});
+  };
+  for (int i = 0; i < 4; ++i) window.add(micro_batch(2.0 * (i + 1), 4.0, 10.0 + i));  // 2 steps of 2 micro-batches
+  const auto values = window.values(/*steps=*/2);
+  ASSERT_EQ(values.size(), 2u);
+  EXPECT_DOUBLE_EQ(values[0].second, 20.0 / 16.0);
+  EXPECT_EQ(values[1].first, "routed");
+  EXPECT_DOUBLE_EQ(values[1].second, (10.0 + 11.0 + 12.0 + 13.0) / 2);
+  EXPECT_DOUBLE_EQ(window.values()[1].second, 46.0) << "over the whole window (an evaluation)";
+}

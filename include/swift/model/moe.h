@@ -167,5 +167,8 @@ at::Tensor megatron_load_balancing_loss(const std::vector<at::Tensor>& router_lo
 // (float64, on the choices' device: computed without waiting for the device, as the other metrics).
 at::Tensor expert_load_max(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask,
                            const SumOverRowShares& over_shares = {});
+// The (token, choice) rows each expert was routed by the sparse layers (`choices` as above), the pads left out,
+// summed over the layers: [num_experts] float64 on the choices' device; zeros without layers.
+at::Tensor expert_tokens(const std::vector<at::Tensor>& choices, int64_t num_experts, const at::Tensor& mask);
 
 }  // namespace swift::model

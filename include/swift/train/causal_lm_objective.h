@@ -23,9 +23,11 @@ struct CausalLmObjectiveOptions {
   // expert_drop_rate. The model's layers drop them (model::set_expert_capacity); this only counts.
   double expert_capacity_factor = 0.0;
   bool drop_by_position = false;
-  // A mixture-of-experts model: each micro-batch's expert load (model::expert_load_max) is logged as
-  // expert_load_max, its mean over the micro-batches and sparse layers (with --pp_size: the last stage's layers).
-  bool mixture_of_experts = false;
+  // A mixture-of-experts model's experts (0: a dense model). Each micro-batch's expert load (model::expert_load_max)
+  // is logged as expert_load_max, its mean over the micro-batches and sparse layers, and the (token, choice) rows each
+  // expert was routed (model::expert_tokens) as the list expert_tokens: per optimizer step over all ranks, the mean
+  // of the sparse layers.
+  int64_t num_experts = 0;
 };
 std::unique_ptr<TrainingObjective> causal_lm_objective(const CausalLmObjectiveOptions& options = {});
 

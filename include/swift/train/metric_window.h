@@ -20,8 +20,9 @@ class MetricWindow {
   // Summed over the ranks that train on different samples.
   void reduce(distributed::ParallelStrategy& parallel);
   // name -> sum / count, in order; a metric nothing was counted for is left out (as TRL's KTO log leaves out a
-  // side without replies), except the loss.
-  std::vector<std::pair<std::string, double>> values() const;
+  // side without replies), except the loss. A total (counted -1 per micro-batch, MicroBatchResult::metrics) is its
+  // sum / `steps`: per optimizer step over the `steps` the window spans (1: the whole window).
+  std::vector<std::pair<std::string, double>> values(int64_t steps = 1) const;
   void clear();
 
  private:

@@ -23,7 +23,9 @@ struct MicroBatchResult {
   at::Tensor loss;
   // [n, 2] float64, detached, on any device: each of metric_names()' (sum, count) in order. A logged value is the
   // ratio of the two summed over the logging window and the ranks: the loss per token is (summed loss, tokens), a
-  // per-micro-batch mean is (value, 1). The trainer reads it in one copy after queueing the backward.
+  // per-micro-batch mean is (value, 1). A count of -1 marks a total: its sums are logged per optimizer step (for an
+  // evaluation, over the whole evaluation), as the tokens each expert was routed. The trainer reads it in one copy
+  // after queueing the backward.
   at::Tensor metrics;
   // Added to the loss after that division, as it is (the mixture-of-experts auxiliary loss, which transformers adds
   // to every micro-batch's loss unnormalised), and to the logged loss likewise; undefined: nothing.
