@@ -57,9 +57,9 @@ else
     echo "setup: torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') present"
   fi
   if [ "$WITH_TESTS" = 1 ]; then
-    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, PIL, peft, bitsandbytes, trl, swift.rlhf_trainers, galore_torch, megatron.core' 2>/dev/null; then
-      echo "setup: installing test references (transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, pillow, peft, bitsandbytes, trl, ms-swift, galore-torch, megatron-core)"
-      "$VENV/bin/pip" install -q transformers safetensors numpy tokenizers sentencepiece peft tensorboard pillow bitsandbytes trl ms-swift galore-torch megatron-core
+    if ! "$VENV/bin/python" -c 'import transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, PIL, peft, bitsandbytes, trl, swift.rlhf_trainers, swift.rlhf_trainers.grpo_trainer, math_verify, galore_torch, megatron.core' 2>/dev/null; then
+      echo "setup: installing test references (transformers, safetensors, numpy, tokenizers, sentencepiece, tensorboard, pillow, peft, bitsandbytes, trl, ms-swift with msgspec for its GRPO trainer, math-verify, galore-torch, megatron-core)"
+      "$VENV/bin/pip" install -q transformers safetensors numpy tokenizers sentencepiece peft tensorboard pillow bitsandbytes trl ms-swift msgspec math-verify galore-torch megatron-core
     else
       echo "setup: test references present"
     fi

@@ -29,3 +29,10 @@ if "$py" -c 'import trl, swift.rlhf_trainers' 2>/dev/null; then
 else
   reference_missing "$out/rlhf" "no trl + ms-swift in $py (run scripts/setup.sh --tests)"
 fi
+# ms-swift's GRPO trainer (swift rlhf --rlhf_type grpo's reference) into $out/grpo.
+if "$py" -c 'import swift.rlhf_trainers.grpo_trainer' 2>/dev/null; then
+  "$py" "$here/make_grpo_reference.py" "$out/grpo" 2>&1 | grep -v -E "Loading weights|Writing model shards|kernels|INFO:swift|jit" || true
+  test -f "$out/grpo/manifest.json"
+else
+  reference_missing "$out/grpo" "no ms-swift with its GRPO trainer (and msgspec) in $py (run scripts/setup.sh --tests)"
+fi
