@@ -56,7 +56,9 @@ GroupAdvantages group_advantages(const at::Tensor& rewards_per_func, const std::
   const auto batch_std = [](const at::Tensor& x) { return x.numel() > 1 ? x.std().expand_as(x) : at::zeros_like(x); };
   const auto group_std = [&](const at::Tensor& x) { return K > 1 ? per_row(x.view({-1, K}).std(1), K) : at::zeros_like(x); };
   at::Tensor std;
-  if (scaling == RewardScaling::kGdpo) {  // each function normalised within its groups, then the sum over the batch
+  // gdpo: each function normalised within its groups, then the sum over the batch (REINFORCE++ ignores it, as
+  // ms-swift: its advantages stay unscaled).
+  if (scaling == RewardScaling::kGdpo && estimator != AdvantageEstimator::kReinforcePlusPlus) {
     at::Tensor summed = at::zeros({N}, R.options());
     for (int64_t f = 0; f < R.size(1); ++f) {
       const at::Tensor r = R.select(1, f).view({-1, K});

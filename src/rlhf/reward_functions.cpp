@@ -2,9 +2,10 @@
 #include "swift/rlhf/reward_functions.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cmath>
 #include <functional>
-#include <regex>
 #include <set>
 
 #include "swift/core/error.h"
@@ -76,18 +77,119 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
   for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
 }
 
-// An answer's text without what only typesets it: $, spacing commands, \left/\right, degrees, units in \text{}.
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alnum(char c) { return is_digit(c) || std::isalpha(static_cast<unsigned char>(c)); }
+
+// The end of the number written at s[pos] (a sign when `signed_ok`, digits with thousands separators or plain, a
+// decimal part), or npos. Hand-written rather than std::regex, whose recursion a long completion could exhaust.
+size_t scan_number(const std::string& s, size_t pos, bool signed_ok) {
+  size_t i = pos;
+  if (signed_ok && i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  const size_t digits = i;
+  while (i < s.size() && is_digit(s[i])) ++i;
+  if (i == digits) return std::string::npos;
+  if (i - digits <= 3)  // 1,234,567
+    while (i + 4 <= s.size() && s[i] == ',' && is_digit(s[i + 1]) && is_digit(s[i + 2]) && is_digit(s[i + 3]) &&
+           (i + 4 == s.size() || !is_digit(s[i + 4])))
+      i += 4;
+  if (i + 1 < s.size() && s[i] == '.' && is_digit(s[i + 1])) {
+    ++i;
+    while (i < s.size() && is_digit(s[i])) ++i;
+  }
+  return i;
+}
+
+// The value of a text that is one number, nothing else; nullopt for anything else or a value no double holds.
+std::optional<double> whole_number(std::string s) {
+  if (s.empty() || scan_number(s, 0, true) != s.size()) return std::nullopt;
+  s.erase(std::remove(s.begin(), s.end(), ','), s.end());
+  errno = 0;
+  const double v = std::strtod(s.c_str(), nullptr);
+  if (errno == ERANGE || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+// A number-like answer: an integer or decimal (thousands separators allowed), a fraction a/b or \frac{a}{b}, signed;
+// a percentage keeps its number and says so (math_verify reads a solution's 50\% as 0.5 or 50, an answer's as 50).
+struct Number {
+  double value = 0;
+  bool percent = false;
+  bool integer = false;  // written without a decimal part or fraction: compared exactly
+};
+std::optional<Number> numeric_value(std::string s) {
+  if (s.size() > 64) return std::nullopt;  // an answer, not a paragraph
+  Number n;
+  for (const std::string sign : {"\\%", "%"})
+    if (s.size() > sign.size() && s.compare(s.size() - sign.size(), sign.size(), sign) == 0) {
+      s.resize(s.size() - sign.size());
+      n.percent = true;
+      break;
+    }
+  if (const auto v = whole_number(s)) {
+    n.value = *v;
+    n.integer = s.find('.') == std::string::npos;
+    return n;
+  }
+  // [+-]\frac{a}{b}
+  const size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
+  if (s.compare(sign, 6, "\\frac{") == 0) {
+    const size_t mid = s.find("}{", sign + 6), close = s.size() - 1;
+    if (mid != std::string::npos && s[close] == '}' && mid + 2 <= close) {
+      const auto a = whole_number(s.substr(sign + 6, mid - sign - 6)), b = whole_number(s.substr(mid + 2, close - mid - 2));
+      if (a && b && *b != 0) {
+        n.value = *a / *b * (sign && s[0] == '-' ? -1 : 1);
+        return n;
+      }
+    }
+    return std::nullopt;
+  }
+  if (const size_t slash = s.find('/'); slash != std::string::npos && s.find('/', slash + 1) == std::string::npos) {
+    const auto a = whole_number(s.substr(0, slash)), b = whole_number(s.substr(slash + 1));
+    if (a && b && *b != 0 && s[slash + 1] != '-' && s[slash + 1] != '+') {
+      n.value = *a / *b;
+      return n;
+    }
+  }
+  return std::nullopt;
+}
+
+// \text{...}, \mbox{...}, \mathrm{...} (no braces inside): removed when what is left is a number (units: 5\text{ cm}),
+// else replaced by their content (multiple choice: (\text{A}) is (A)).
+std::string without_text_commands(const std::string& s) {
+  std::string removed, unwrapped;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t command = std::string::npos, open = std::string::npos;
+    for (const char* name : {"\\text{", "\\mbox{", "\\mathrm{"}) {
+      const size_t at = s.find(name, i);
+      if (at != std::string::npos && at < command) {
+        command = at;
+        open = at + std::string(name).size();
+      }
+    }
+    const size_t close = command == std::string::npos ? std::string::npos : s.find('}', open);
+    if (close == std::string::npos || s.find('{', open) < close) {
+      removed += s.substr(i);
+      unwrapped += s.substr(i);
+      break;
+    }
+    removed += s.substr(i, command - i);
+    unwrapped += s.substr(i, command - i) + s.substr(open, close - open);
+    i = close + 1;
+  }
+  return numeric_value(strip(removed)) ? removed : unwrapped;
+}
+
+// An answer's text without what only typesets it: $, spacing commands, \left/\right, degrees, \text{} units; the
+// right side of an equation (x = 5); no spaces or final full stop.
 std::string normalise(std::string s) {
   for (const char* typesetting : {"$", "\\left", "\\right", "\\!", "\\,", "\\;", "\\:", "\\ ", "^\\circ", "^{\\circ}",
                                   "\\displaystyle"})
     replace_all(s, typesetting, "");
   replace_all(s, "\\dfrac", "\\frac");
   replace_all(s, "\\tfrac", "\\frac");
-  static const std::regex text_unit(R"(\\(text|mbox|mathrm)\{[^{}]*\})");
-  const std::string without_units = strip(std::regex_replace(s, text_unit, ""));
-  if (!without_units.empty()) s = without_units;  // "5\text{ cm}" is 5; "\text{yes}" stays itself
-  s = strip(s);
-  if (const auto eq = s.rfind('='); eq != std::string::npos && eq + 1 < s.size()) s = strip(s.substr(eq + 1));  // x = 5
+  s = strip(without_text_commands(s));
+  if (const auto eq = s.rfind('='); eq != std::string::npos && eq + 1 < s.size()) s = strip(s.substr(eq + 1));
   std::string compact;
   for (char c : s)
     if (!std::isspace(static_cast<unsigned char>(c))) compact += c;
@@ -95,77 +197,90 @@ std::string normalise(std::string s) {
   return compact;
 }
 
-// The value of a number-like answer: an integer or decimal (thousands separators allowed), a fraction a/b or
-// \frac{a}{b}, signed, or a percentage (its hundredth).
-std::optional<double> numeric_value(std::string s) {
-  bool percent = false;
-  for (const char* sign : {"\\%", "%"})
-    if (s.size() > std::string(sign).size() && s.rfind(sign) == s.size() - std::string(sign).size()) {
-      s.resize(s.size() - std::string(sign).size());
-      percent = true;
-      break;
-    }
-  static const std::regex number(R"(^([+-]?)(\d{1,3}(?:,\d{3})+|\d+)?(\.\d+)?$)");
-  static const std::regex fraction(R"(^([+-]?)\\frac\{([^{}]+)\}\{([^{}]+)\}$)");
-  static const std::regex slash(R"(^([+-]?\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)$)");
-  std::smatch m;
-  std::optional<double> value;
-  if (std::regex_match(s, m, number) && (m[2].matched || m[3].matched)) {
-    std::string digits = m[2].str();
-    digits.erase(std::remove(digits.begin(), digits.end(), ','), digits.end());
-    value = std::stod((digits.empty() ? "0" : digits) + m[3].str()) * (m[1] == "-" ? -1 : 1);
-  } else if (std::regex_match(s, m, fraction)) {
-    const auto a = numeric_value(m[2]), b = numeric_value(m[3]);
-    if (a && b && *b != 0) value = *a / *b * (m[1] == "-" ? -1 : 1);
-  } else if (std::regex_match(s, m, slash)) {
-    const double b = std::stod(m[2]);
-    if (b != 0) value = std::stod(m[1]) / b;
-  }
-  if (value && percent) *value /= 100;
-  return value;
-}
-
-// The last number written in a text (digits with an optional sign, decimals and thousands separators).
+// The last number written in a text; a sign counts only where no letter or digit comes before it (12-5 ends in 5).
 std::optional<std::string> last_number(const std::string& text) {
-  static const std::regex number(R"([+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?|[+-]?\d+(?:\.\d+)?)");
   std::optional<std::string> last;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), number); it != std::sregex_iterator(); ++it) last = it->str();
+  for (size_t i = 0; i < text.size();) {
+    const bool sign = (text[i] == '-' || text[i] == '+') && i + 1 < text.size() && is_digit(text[i + 1]) &&
+                      (i == 0 || !is_alnum(text[i - 1]));
+    if (!sign && !is_digit(text[i])) {
+      ++i;
+      continue;
+    }
+    const size_t end = scan_number(text, i, sign);
+    last = text.substr(i, end - i);
+    i = end;
+  }
   return last;
 }
 
-// The answer a text gives, as math_verify's first match finds it for the common cases: every \boxed{}; else the
+// The position after "answer is" / "answer:" (any case) at or after `from`, past spaces and a colon; npos if none.
+size_t after_stated_answer(const std::string& text, size_t from) {
+  std::string lower = text.substr(from);  // ASCII lowercase: positions stay those of `text`
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (size_t at = lower.find("answer"); at != std::string::npos; at = lower.find("answer", at + 1)) {
+    size_t i = at + 6;
+    if (lower.compare(i, 3, " is") == 0) i += 3;
+    else if (i >= lower.size() || lower[i] != ':') continue;
+    while (i < lower.size() && (lower[i] == ' ' || lower[i] == ':' || lower[i] == '\t' || lower[i] == '\n')) ++i;
+    return from + i;
+  }
+  return std::string::npos;
+}
+
+// The answer a text gives, as math_verify's first match finds it in the common cases: every \boxed{}; else the
 // $...$ after "answer is"; and unless `anchored_latex_only`: the number after "answer is" / "answer:", the last
-// $...$, the whole text when it is a number or fraction, else the last number in it. Empty: no answer.
+// $...$, the whole text when it is one number, else the last number in it. Empty: no answer.
 std::vector<std::string> extract_answers(const std::string& text, bool anchored_latex_only) {
   std::vector<std::string> boxed = boxed_contents(text);
   if (!boxed.empty()) return boxed;
-  static const std::regex stated_latex(R"(answer is\s*:?\s*\$([^$]+)\$)", std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(text, m, stated_latex)) return {m[1].str()};
+  for (size_t at = after_stated_answer(text, 0); at != std::string::npos; at = after_stated_answer(text, at)) {
+    if (at < text.size() && text[at] == '$') {
+      const size_t close = text.find('$', at + 1);
+      if (close != std::string::npos && close > at + 1) return {text.substr(at + 1, close - at - 1)};
+    }
+    if (at >= text.size()) break;
+  }
   if (anchored_latex_only) return {};
-  static const std::regex stated(R"(answer(?: is|:)\s*:?\s*([+-]?\d[\d,]*(?:\.\d+)?(?:/\d+)?))", std::regex::icase);
-  if (std::regex_search(text, m, stated)) return {m[1].str()};
-  static const std::regex inline_math(R"(\$([^$]+)\$)");
-  std::optional<std::string> math;
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), inline_math); it != std::sregex_iterator(); ++it) math = (*it)[1].str();
+  if (const size_t at = after_stated_answer(text, 0); at != std::string::npos && at < text.size()) {
+    size_t end = scan_number(text, at, true);
+    if (end != std::string::npos) {
+      if (end + 1 < text.size() && text[end] == '/' && is_digit(text[end + 1])) end = scan_number(text, end + 1, false);
+      return {text.substr(at, end - at)};
+    }
+  }
+  std::optional<std::string> math;  // the last $...$ pair
+  for (size_t open = text.find('$'); open != std::string::npos;) {
+    const size_t close = text.find('$', open + 1);
+    if (close == std::string::npos) break;
+    if (close > open + 1) math = text.substr(open + 1, close - open - 1);
+    open = text.find('$', close + 1);
+  }
   if (math) return {*math};
   if (numeric_value(normalise(text))) return {text};
   if (auto number = last_number(text)) return {*number};
   return {};
 }
 
-// math_verify's comparison for these answers: numbers equal to 6 decimals, anything else equal once normalised;
-// several boxed answers compare as sets.
-bool same_answer(const std::vector<std::string>& gold, const std::vector<std::string>& given) {
-  const auto key = [](const std::string& answer) {
-    const std::string text = normalise(answer);
-    if (const auto v = numeric_value(text)) return std::string(1, '#').append(std::to_string(std::llround(*v * 1e6)));
-    return text;
-  };
-  std::set<std::string> a, b;
-  for (const auto& g : gold) a.insert(key(g));
-  for (const auto& g : given) b.insert(key(g));
-  return !b.empty() && a == b;
+// math_verify's comparison for these answers: numbers written as integers exactly, others rounded to 6 decimals
+// (a solution's percentage as its hundredth or its number, an answer's as its number); anything else equal once
+// normalised. Several boxed answers compare as sets.
+bool same_answer(const std::string& gold, const std::string& given) {
+  const std::string g = normalise(gold), a = normalise(given);
+  const auto x = numeric_value(g), y = numeric_value(a);
+  if (!x || !y) return !x && !y && g == a;
+  const auto round6 = [](double v) { return std::round(v * 1e6) / 1e6; };
+  std::vector<double> accepted{x->value};
+  if (x->percent) accepted.push_back(x->value / 100);
+  for (const double v : accepted)
+    if (x->integer && !x->percent ? v == y->value : round6(v) == round6(y->value)) return true;
+  return false;
+}
+bool same_answers(const std::vector<std::string>& gold, const std::vector<std::string>& given) {
+  if (given.empty() || gold.size() != given.size()) return false;
+  for (const auto& g : gold)
+    if (std::none_of(given.begin(), given.end(), [&](const std::string& a) { return same_answer(g, a); })) return false;
+  return true;
 }
 
 // The text inside the first <answer>...</answer>, stripped; nullopt without one.
@@ -194,7 +309,11 @@ class PerCompletion : public RewardFunction {
   std::string name() const override { return name_; }
   std::vector<std::optional<double>> score(const std::vector<ScoredCompletion>& batch) const override {
     std::vector<std::optional<double>> out;
-    for (const auto& c : batch) out.emplace_back(score_(c));
+    for (const auto& c : batch) {
+      ScoredCompletion valid = c;  // a completion cut inside a character is scored as Python decodes it
+      valid.text = tokenizer::utf8_lossy(c.text);
+      out.emplace_back(score_(valid));
+    }
     return out;
   }
 
@@ -251,7 +370,7 @@ double accuracy_reward(const std::string& completion, const std::string& solutio
   const std::optional<std::string> tagged = answer_tag(completion);
   // Inside <answer> anything goes; elsewhere only a \boxed{} or a stated "answer is $...$" counts.
   const std::vector<std::string> given = tagged ? extract_answers(*tagged, false) : extract_answers(completion, true);
-  return same_answer(gold, given) ? 1.0 : 0.0;
+  return same_answers(gold, given) ? 1.0 : 0.0;
 }
 
 std::unique_ptr<RewardFunction> builtin_reward(const std::string& name, const RewardSettings& settings) {

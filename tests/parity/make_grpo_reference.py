@@ -118,6 +118,18 @@ REWARD_CORPUS = [
     ("One two three four five six seven eight nine ten", "2"),
     ("One two", "2"),
     ("", "2"),
+    ("<answer>50</answer>", "\\boxed{50\\%}"),
+    ("<answer>5%</answer>", "5"),
+    ("<answer>50\\%</answer>", "0.5"),
+    ("<answer>20000000000000</answer>", "30000000000000"),
+    ("so \\boxed{(\\text{A})}", "\\boxed{(\\text{C})}"),
+    ("so \\boxed{(\\text{A})}", "\\boxed{(\\text{A})}"),
+    ("<answer>3.141593</answer>", "3.14159265"),
+    ("<answer>3.14159</answer>", "3.14159265"),
+    ("<answer>100.0000001</answer>", "100"),
+    ("<answer>1/3</answer>", "0.333333"),
+    ("<answer>5 cm</answer>", "\\boxed{5\\text{ cm}}"),
+    ("<think>long</think><answer>" + "9" * 400 + "</answer>", "9"),
     ("\u00c9T\u00c9 \u00e9t\u00e9 \u00c9T\u00c9 \u00e9t\u00e9 \u00c9T\u00c9 \u00e9t\u00e9", "1"),
 ]
 
@@ -223,8 +235,6 @@ def main(out):
     advantage_cases = []
     for estimator in ("grpo", "rloo", "reinforce_plus_plus"):
         for scaling in ("group", "batch", "none", "gdpo"):
-            if scaling == "gdpo" and estimator != "grpo":
-                continue
             adv, total = compute_advantages(rewards, weights, 4, advantage_estimator=estimator, scale_rewards=scaling)
             m = compute_reward_metrics(total, rewards, ["MathAccuracy", "Format"], 4, scaling)
             logged = {"reward": m.reward_mean, "reward_std": m.reward_std, "frac_reward_zero_std": m.frac_reward_zero_std}

@@ -160,7 +160,7 @@ TEST(GrpoParity, AdvantagesAndRewardMetricsAreMsSwifts) {
     }
     ++cases;
   }
-  EXPECT_EQ(cases, 10);
+  EXPECT_EQ(cases, 12);
 }
 
 // The built-in reward functions on completions and solutions arithmetic and math sets give: ms-swift's values (its

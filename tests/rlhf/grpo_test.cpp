@@ -87,7 +87,10 @@ TEST(RewardFunctions, LengthRewardsFollowTheirSchedules) {
 
 TEST(RewardFunctions, AccuracyComparesTheAnswers) {
   EXPECT_EQ(rlhf::accuracy_reward("<answer>1,250</answer>", "\\boxed{1250}"), 1.0);
+  // Rounded to 6 decimals; a bare \dfrac read too (math_verify reads it only inside $...$).
   EXPECT_EQ(rlhf::accuracy_reward("<answer>\\dfrac{1}{3}</answer>", "0.333333"), 1.0);
+  EXPECT_EQ(rlhf::accuracy_reward("<answer>12-5</answer>", "5"), 1.0) << "the minus between numbers is no sign";
+  EXPECT_EQ(rlhf::accuracy_reward("<answer>" + std::string(5000, '7') + "</answer>", "7"), 0.0) << "no double holds it";
   EXPECT_EQ(rlhf::accuracy_reward("<answer>1/3</answer>", "0.3333"), 0.0);
   EXPECT_EQ(rlhf::accuracy_reward("I think it is 12", "12"), 0.0) << "untagged, unboxed, unstated: no answer";
   EXPECT_EQ(rlhf::accuracy_reward("so \\boxed{\\text{yes}}", "\\boxed{\\text{yes}}"), 1.0) << "equal text";
