@@ -50,6 +50,26 @@ Batch collate(const std::vector<const Example*>& examples, int64_t pad_id) {
   return b;
 }
 
+Batch collate_rollouts(const std::vector<const Example*>& examples, int64_t pad_id) {
+  Batch b = collate(examples, pad_id);
+  const auto B = static_cast<int64_t>(examples.size()), T = b.input_ids.size(1);
+  b.advantages = at::zeros({B}, at::kFloat);
+  b.truncated = at::zeros({B}, at::kBool);
+  const bool off_policy = std::any_of(examples.begin(), examples.end(), [](const Example* e) { return !e->old_logps.empty(); });
+  if (off_policy) b.old_logps = at::zeros({B, std::max<int64_t>(T - 1, 0)}, at::kFloat);
+  for (int64_t i = 0; i < B; ++i) {
+    const Example& e = *examples[static_cast<size_t>(i)];
+    SWIFT_CHECK(e.advantage.has_value(), DataError, "a GRPO micro-batch holds a row that is not a scored completion",
+                "this is a bug in the rollout buffer; please report it");
+    b.advantages[i] = *e.advantage;
+    b.truncated[i] = e.truncated;
+    b.loss_units += e.loss_units;
+    if (off_policy && !e.old_logps.empty())
+      b.old_logps[i].narrow(0, 0, static_cast<int64_t>(e.old_logps.size())).copy_(at::tensor(e.old_logps, at::kFloat));
+  }
+  return b;
+}
+
 namespace {
 
 // KTO's labels, [B] bool (false where a row has none).

@@ -54,11 +54,35 @@ RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_
   return RowFate::kTruncated;
 }
 
+// GRPO's prompt: the conversation without the reply the dataset may hold (its last assistant turns), opened for the
+// model's reply, with no label; the row's other columns kept for the reward functions. Truncated like a conversation.
+RowFate encode_prompt_row(const nlohmann::json& row, const templates::Template& chat, const templates::Tools& tools,
+                          int64_t max_length, Truncation truncation, Example& example, const std::string& where) {
+  nlohmann::json messages = row.at("messages");
+  while (!messages.empty() && messages.back().value("role", "") == "assistant") messages.erase(messages.end() - 1);
+  SWIFT_CHECK(!messages.empty(), DataError, where + ": a GRPO row needs a prompt (a user turn), and this one has none",
+              "give each row \"messages\" ending with the user's turn, or a \"query\"/\"problem\" column");
+  Example e;
+  e.input_ids = with_context(where, [&] { return chat.encode_prompt(templates::conversation_from_json(messages), std::nullopt,
+                                                                    templates::PromptEnd::kAuto, &tools); });
+  e.labels.assign(e.input_ids.size(), -100);
+  const RowFate fate = truncate(e.input_ids, e.labels, max_length, truncation);
+  if (fate == RowFate::kTooLong) return fate;
+  auto columns = std::make_shared<nlohmann::json>(row);
+  columns->erase("messages");
+  e.columns = std::move(columns);
+  example = std::move(e);
+  return fate;
+}
+
 }  // namespace
 
 RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, int64_t max_length, Truncation truncation,
                    Example& example, const std::string& where) {
   const templates::Tools tools = with_context(where, [&] { return templates::row_tools(row); });
+  using RowKind = templates::TemplateOptions::RowKind;
+  const RowKind kind = chat.options().row_kind;
+  if (kind == RowKind::kPrompt) return encode_prompt_row(row, chat, tools, max_length, truncation, example, where);
   auto enc = with_context(where, [&] { return chat.encode(templates::conversation_from_json(row.at("messages")), &tools); });
   Example e;
   e.input_ids = std::move(enc.input_ids);
@@ -66,8 +90,6 @@ RowFate encode_row(const nlohmann::json& row, const templates::Template& chat, i
   RowFate fate = truncate(e.input_ids, e.labels, max_length, truncation);
   if (fate == RowFate::kTooLong) return fate;
   if (!has_loss(e.labels)) return RowFate::kNoLoss;
-  using RowKind = templates::TemplateOptions::RowKind;
-  const RowKind kind = chat.options().row_kind;
   if (kind == RowKind::kLabelledReply) {
     const nlohmann::json* label = row.contains("label") ? &row["label"] : nullptr;
     SWIFT_CHECK(label && (label->is_boolean() || (label->is_number_integer() && (*label == 0 || *label == 1))),

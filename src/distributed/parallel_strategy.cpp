@@ -66,8 +66,8 @@ void ParallelStrategy::run_micro_batches(MicroBatches& batches, bool backward) {
   }
 }
 
-std::string ParallelStrategy::share(const std::string& key, const std::string& value) {
-  return group_ ? group_->share(key, value) : value;
+std::string ParallelStrategy::share(const std::string& key, const std::string& value, int root) {
+  return group_ ? group_->share(key, value, root) : value;
 }
 
 void ParallelStrategy::barrier() {

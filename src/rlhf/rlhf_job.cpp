@@ -11,6 +11,8 @@
 #include "swift/core/logging.h"
 #include "swift/model/context_parallel.h"
 #include "swift/quant/quantized_loading.h"
+#include "swift/io/hf_config.h"
+#include "swift/rlhf/grpo_objective.h"
 #include "swift/rlhf/preference_objectives.h"
 #include "swift/train/megatron_flags.h"
 #include "swift/tuners/lora.h"
@@ -116,9 +118,48 @@ int row_shares(const train::ObjectiveContext& ctx) {
   return cp ? cp->comm->size() : 1;
 }
 
+// GRPO: the loop trains on rollouts (grpo_rollout.h) that share their figures with the objective that logs them.
+train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
+  train::TrainingHooks hooks;
+  auto figures = std::make_shared<RolloutFigures>();
+  hooks.make_train_data = [&options, figures](std::unique_ptr<data::TrainData> prompts, const train::RolloutContext& c) {
+    RolloutSetup setup;
+    setup.options = options.grpo;
+    setup.policy = c.policy;
+    setup.chat = &c.chat;
+    setup.tokenizer = &c.tokenizer;
+    setup.parallel = &c.parallel;
+    setup.stop_token_ids = c.chat.stop_token_ids();  // the template's end of turn, then generation_config's eos
+    for (const auto id : io::load_generation_config(c.options.model.dir).eos_token_ids)
+      if (std::find(setup.stop_token_ids.begin(), setup.stop_token_ids.end(), id) == setup.stop_token_ids.end())
+        setup.stop_token_ids.push_back(id);
+    setup.per_device_batch = c.options.loop.per_device_train_batch_size;
+    setup.accumulation = std::max<int64_t>(c.options.loop.gradient_accumulation_steps, 1);
+    setup.seed = c.options.seed;
+    setup.figures = figures;
+    setup.run_dir = c.run_dir;
+    return rollout_data(std::move(prompts), std::move(setup));
+  };
+  hooks.make_objective = [&options, figures](const train::ObjectiveContext& ctx) {
+    refuse_router_aux_loss(ctx);
+    turn_dropout_off(ctx);
+    SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
+                "swift rlhf --rlhf_type grpo with ZeRO-3 is not available yet (its rollouts generate with the whole "
+                "model on each rank)",
+                "use --deepspeed zero2 or plain data parallelism");
+    model::CausalLM reference = options.grpo.loss.beta != 0 ? reference_model(ctx, options) : model::CausalLM{nullptr};
+    if (options.grpo.loss.beta == 0) log_info("reference model: none (--beta 0)");
+    std::vector<std::string> names;
+    for (const auto& f : options.grpo.reward_funcs) names.push_back(builtin_reward(f, options.grpo.rewards)->name());
+    return grpo_objective(options.grpo, std::move(reference), figures, names);
+  };
+  return hooks;
+}
+
 }  // namespace
 
 train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
+  if (options.online()) return grpo_hooks(options);
   train::TrainingHooks hooks;
   if (options.reward_model()) {
     hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {

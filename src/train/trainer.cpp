@@ -214,6 +214,11 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   policy.model->set_gradient_checkpointing(options.model.gradient_checkpointing);
   // This rank's part of the policy before the objective loads any model beside it, which is split alike.
   parallel->assign_ownership(policy.model);
+  // Online methods train on what the policy generates for the dataset's rows.
+  const auto run_dir = std::make_shared<fs::path>();
+  if (hooks.make_train_data)
+    data.train = hooks.make_train_data(std::move(data.train),
+                                       RolloutContext{options, policy.model, *policy.chat, *policy.tokenizer, *parallel, run_dir});
   const auto objective = hooks.make_objective(
       ObjectiveContext{options, policy.model, policy.load, options.tuner.quantization, parallel->shards_parameters(),
                        [&parallel](model::CausalLM& frozen) { parallel->split_frozen_model(frozen); }});
@@ -233,6 +238,7 @@ int run_training(const TrainingOptions& options, const TrainingHooks& hooks) {
   // The run folder, then resume: the optimizer state, the RNG and the data position.
   const json args = run_args(options, policy);
   TrainingLog log(options.loop.output_dir, options.loop.add_version, args, *parallel);
+  *run_dir = log.run_dir();
   log_info("run folder ", log.run_dir().string(), ": ", plan.total_steps, " steps of ", plan.accumulation, " x ", batch,
            " samples", parallel->data_parallel_size() > 1 ? " x " + std::to_string(parallel->data_parallel_size()) + " data-parallel ranks" : std::string(),
            ", lr ", options.optimizer.learning_rate, " (", options.schedule.type_name, ", ", schedule_settings.warmup_steps,

@@ -21,12 +21,19 @@ struct Batch {
   bool labels_shifted = false;
   at::Tensor margins;        // [B] float, collate_pairs only, when a row has a "margin" (0 for those that do not)
   at::Tensor desirable;      // [B] bool, collate_pairs of labelled replies only
+  // GRPO's completions (collate_rollouts): [B] float advantages, [B] bool rows that reached the length limit,
+  // [B, T - 1] float log-probabilities at generation (position t: input_ids[t + 1]; undefined when on-policy), and
+  // the rows' loss units summed.
+  at::Tensor advantages, truncated, old_logps;
+  double loss_units = 0;
 };
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
 // A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows (for
 // labelled replies: the B replies, then their B KL rows), padded together ([2B, T]), so one forward pass can score
 // both. attention_mask is set (1 real, 0 pad); `desirable` ([B] bool) for labelled replies.
 Batch collate_pairs(const std::vector<const Example*>& examples, int64_t pad_id);
+// GRPO's completions: collate() plus their advantages, truncation and log-probabilities at generation.
+Batch collate_rollouts(const std::vector<const Example*>& examples, int64_t pad_id);
 // Labelled replies alone (KTO without KL rows): collate() plus `desirable`.
 Batch collate_labelled(const std::vector<const Example*>& examples, int64_t pad_id);
 

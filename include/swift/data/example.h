@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,16 @@ struct Example {
   std::vector<int64_t> rejected_input_ids = {}, rejected_labels = {};
   std::optional<double> margin = std::nullopt;    // the row's "margin" column (reward modelling)
   std::optional<bool> desirable = std::nullopt;   // a labelled reply's "label" (KTO)
+  // GRPO. A prompt row: its columns beside the conversation ("solution", ...), which reward functions read.
+  std::shared_ptr<const nlohmann::json> columns = nullptr;
+  // A completion generated for it (input_ids: the prompt and the completion, labels on the completion): its
+  // advantage, its tokens' log-probabilities when it was generated (one per position after the first, as
+  // input_ids[1:]; empty: on-policy, the policy's own), its share of the loss normaliser, and whether it reached
+  // --max_completion_length.
+  std::optional<double> advantage = std::nullopt;
+  std::vector<float> old_logps = {};
+  double loss_units = 1.0;
+  bool truncated = false;
 };
 
 enum class Truncation { kDelete, kLeft, kRight };

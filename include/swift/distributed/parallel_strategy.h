@@ -104,8 +104,8 @@ class ParallelStrategy {
   // Logged metric sums, on every rank: sum(), and under pipeline parallelism over the stages too (the loss is the
   // last stage's, a stage's own layers' figures its own).
   virtual std::vector<double> sum_metrics(const std::vector<double>& values) { return sum(values); }
-  // Rank 0's `value` on every rank (a run folder's path).
-  std::string share(const std::string& key, const std::string& value);
+  // Rank `root`'s `value` on every rank (a run folder's path); `key` is used once.
+  std::string share(const std::string& key, const std::string& value, int root = 0);
   void barrier();
   // This rank's items [begin, end) of a global micro-batch of n items: the slices of all ranks together are the
   // batch one process would train on, so 2 ranks x b equal 1 rank x 2b. A short last batch can leave a rank none.

@@ -9,18 +9,42 @@
 #include <vector>
 
 #include "swift/cli/flags.h"
+#include "swift/rlhf/grpo_advantages.h"
+#include "swift/rlhf/grpo_loss.h"
 #include "swift/rlhf/preference_loss.h"
+#include "swift/rlhf/reward_functions.h"
 #include "swift/train/training_options.h"
 
 namespace swift::rlhf {
 
+// GRPO (--rlhf_type grpo): the rollouts, the rewards and the loss, with ms-swift 4.6's flag names and defaults.
+struct GrpoOptions {
+  int64_t num_generations = 8;         // completions per prompt (a group)
+  int64_t max_completion_length = 512;
+  double temperature = 0.9;            // sampling, and the log-probabilities' temperature
+  double top_p = 1.0, min_p = 0.0, repetition_penalty = 1.0;
+  int64_t top_k = 0;                   // 0 (ms-swift's -1): off
+  std::vector<std::string> reward_funcs;
+  std::vector<double> reward_weights;  // one per function; default all 1
+  RewardSettings rewards;
+  GrpoLossConfig loss;
+  AdvantageEstimator advantage_estimator = AdvantageEstimator::kGrpo;
+  RewardScaling scale_rewards = RewardScaling::kGroup;
+  int64_t num_iterations = 1;          // updates on each generation batch
+  int64_t steps_per_generation = 0;    // micro-batches a generation batch holds per rank (0: the accumulation steps)
+  bool overlong_filter = false;        // completions that reached the limit train nothing
+  bool log_completions = false;        // completions.jsonl in the run folder
+};
+
 struct RlhfOptions {
   train::TrainingOptions training;
-  std::string rlhf_type = "dpo";  // dpo, cpo, simpo, orpo, kto or rm
+  std::string rlhf_type = "dpo";  // dpo, cpo, simpo, orpo, kto, rm or grpo
+  GrpoOptions grpo;               // grpo
   PreferenceConfig preference;    // the preference methods' settings (not rm)
   std::optional<double> center_rewards_coefficient;  // rm
   std::filesystem::path ref_model;  // --ref_model (dpo, kto)
   bool reward_model() const { return rlhf_type == "rm"; }
+  bool online() const { return rlhf_type == "grpo"; }
 };
 
 std::vector<cli::FlagSpec> rlhf_flags();

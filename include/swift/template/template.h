@@ -77,7 +77,8 @@ struct TemplateOptions {
   // (train/sft_data.h) also encodes each pair's rejected_messages, or each labelled reply's "label" and its KL
   // conversation (kl_messages); a row without them is an error. sft and pt train on the conversation alone.
   // Default: kConversation.
-  enum class RowKind { kConversation, kPreferencePair, kLabelledReply };
+  // kPrompt: the conversation up to the reply the model is to write (GRPO's prompts), encoded for generation.
+  enum class RowKind { kConversation, kPreferencePair, kLabelledReply, kPrompt };
   RowKind row_kind = RowKind::kConversation;
 };
 

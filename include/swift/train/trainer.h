@@ -18,7 +18,30 @@
 #include "swift/train/objective.h"
 #include "swift/train/training_options.h"
 
+namespace swift::distributed {
+class ParallelStrategy;
+}
+namespace swift::templates {
+class Template;
+}
+namespace swift::tokenizer {
+class Tokenizer;
+}
+
 namespace swift::train {
+
+// What an online method's data (GRPO's rollouts) needs from the job: the policy it generates with, its template and
+// tokenizer, the ranks, and the run folder (set once it exists, before the first step).
+struct RolloutContext {
+  const TrainingOptions& options;
+  model::CausalLM policy;
+  const templates::Template& chat;
+  const tokenizer::Tokenizer& tokenizer;
+  distributed::ParallelStrategy& parallel;
+  std::shared_ptr<std::filesystem::path> run_dir;
+};
+using TrainDataFactory =
+    std::function<std::unique_ptr<data::TrainData>(std::unique_ptr<data::TrainData> prompts, const RolloutContext&)>;
 
 // What an objective may need from the job once the policy is built.
 struct ObjectiveContext {
@@ -47,6 +70,8 @@ struct TrainingHooks {
   ModelPreparation prepare_model;     // optional
   // Parameters prepare_model removes (rm: lm_head.weight): with parameter sharding no rank reads them from the files.
   std::vector<std::string> removed_parameters;
+  // Online methods: the micro-batches the loop trains on, made from the dataset's (GRPO: its prompts). Optional.
+  TrainDataFactory make_train_data;
 };
 
 // Runs the job; returns the exit code.

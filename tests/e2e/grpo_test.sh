@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# End-to-end: swift rlhf --rlhf_type grpo through the swift binary. Usage: grpo_test.sh path/to/swift
+#  - GRPO learns: a tiny model taught (sft) to answer "<answer>N</answer>" with a random digit is trained with the
+#    accuracy reward towards the one answer the rows' solution holds (7); its mean reward rises clearly (the tiny model
+#    cannot learn arithmetic itself: the task is a favoured answer, not a sum);
+#  - the log holds ms-swift's GRPO metrics, completions.jsonl one line per generation batch with ms-swift's columns
+#    (the advantages of each group summing to 0);
+#  - a LoRA run (the reference is the base with the adapter off) resumed from its checkpoint continues exactly as
+#    the run that was not stopped: the same completions, rewards and losses;
+#  - 2 ranks: each generates its share of a group that spans them, the advantages are the whole group's;
+#  - bad flags and rows are clear errors (exit 2 and 3), --use_vllm is answered.
+set -uo pipefail
+SWIFT="$1"
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+need_python json
+
+# A prompt asked 200 ways; sft answers with a random digit, GRPO's solution is always 7.
+"$PY" - "$TMP" <<'P'
+import json, random, sys
+r = random.Random(0)
+with open(f"{sys.argv[1]}/sft.jsonl", "w") as sft, open(f"{sys.argv[1]}/grpo.jsonl", "w") as grpo, \
+     open(f"{sys.argv[1]}/no_solution.jsonl", "w") as bare:
+    for i in range(200):
+        q = f"Pick a number, round {i}."
+        sft.write(json.dumps({"messages": [{"role": "user", "content": q},
+                                           {"role": "assistant", "content": f"<answer>{r.randint(1, 9)}</answer>"}]}) + "\n")
+        grpo.write(json.dumps({"messages": [{"role": "user", "content": q}], "solution": "7"}) + "\n")
+        bare.write(json.dumps({"messages": [{"role": "user", "content": q}]}) + "\n")
+P
+
+# 1. SFT: the answer format, with any digit.
+run sft 0 "$SWIFT" sft --model "$ROOT/configs/models/qwen3-tiny" --init_strategy normal --train_type full \
+  --dataset "$TMP/sft.jsonl" --max_steps 300 --learning_rate 3e-3 --per_device_train_batch_size 8 \
+  --gradient_accumulation_steps 1 --logging_steps 100 --save_steps 300 --output_dir "$TMP/sft" --add_version false
+SFT="$TMP/sft/checkpoint-300"
+
+# 2. GRPO with the accuracy reward: 2 prompts x 8 completions a step.
+grpo=(rlhf --rlhf_type grpo --dataset "$TMP/grpo.jsonl" --reward_funcs accuracy --num_generations 8
+      --per_device_train_batch_size 16 --max_completion_length 12 --logging_steps 1 --add_version false)
+run grpo 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --train_type full --learning_rate 2e-3 --max_steps 40 --save_steps 40 \
+  --log_completions true --output_dir "$TMP/grpo"
+has grpo_layout "grpo: each generation batch: 2 prompts x 8 completions" err
+"$PY" - "$TMP/grpo" <<'P' && ok || bad "grpo: the mean reward did not rise, or the logs lack ms-swift's metrics"
+import json, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert len(rows) == 40, len(rows)
+for key in ("loss", "kl", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "reward", "reward_std",
+            "frac_reward_zero_std", "rewards/MathAccuracy/mean", "rewards/MathAccuracy/std", "completions/mean_length",
+            "completions/min_length", "completions/max_length", "completions/clipped_ratio", "grad_norm", "learning_rate"):
+    assert all(key in r for r in rows), key
+first = sum(r["reward"] for r in rows[:10]) / 10
+last = sum(r["reward"] for r in rows[-10:]) / 10
+assert last >= first + 0.4 and last >= 0.6, (first, last)
+print(f"mean reward {first:.3f} over the first 10 steps, {last:.3f} over the last 10")
+P
+"$PY" - "$TMP/grpo/completions.jsonl" <<'P' && ok || bad "grpo: completions.jsonl is not ms-swift's layout"
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert len(lines) == 40, len(lines)
+for i, line in enumerate(lines):
+    assert list(line) == ["step", "prompt", "completion", "MathAccuracy", "advantages", "solution"], list(line)
+    assert all(len(v) == 16 for v in line.values()) and line["step"] == [str(i + 1)] * 16
+    assert line["solution"] == ["7"] * 16 and "Pick a number" in line["prompt"][0]
+    for g in range(2):  # each group's advantages sum to 0, and a right answer has a positive one
+        group = line["advantages"][8 * g:8 * g + 8]
+        assert abs(sum(group)) < 1e-4, group
+        for a, r, c in zip(group, line["MathAccuracy"][8 * g:8 * g + 8], line["completion"][8 * g:8 * g + 8]):
+            assert r == (1.0 if "<answer>7</answer>" in c and c.strip().startswith("<answer>") else r)
+            assert len(set(line["MathAccuracy"][8 * g:8 * g + 8])) == 1 or (a > 0) == (r == 1.0), (a, r, c)
+P
+
+# 3. LoRA (the reference: the adapter switched off), stopped at step 2 and resumed: steps 3-4 as the unbroken run.
+lora=("${grpo[@]}" --model "$SFT" --max_steps 4 --save_steps 2 --learning_rate 1e-3 --log_completions true)
+run lora 0 "$SWIFT" "${lora[@]}" --output_dir "$TMP/lora"
+has lora_reference "reference model: the base model (the LoRA adapter switched off" err
+run lora_resume 0 "$SWIFT" "${lora[@]}" --output_dir "$TMP/lora_resumed" --resume_from_checkpoint "$TMP/lora/checkpoint-2"
+"$PY" - "$TMP/lora" "$TMP/lora_resumed" <<'P' && ok || bad "lora: the resumed run differs from the unbroken one"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+full, resumed = rows(sys.argv[1]), rows(sys.argv[2])
+assert [r["global_step/max_steps"] for r in resumed] == ["3/4", "4/4"], resumed
+for a, b in zip(full[2:], resumed):
+    for key in ("loss", "reward", "kl", "completions/mean_length", "grad_norm"):
+        assert abs(a[key] - b[key]) <= 1e-6 * (1 + abs(a[key])), (key, a[key], b[key])
+done = [json.loads(l) for l in open(f"{sys.argv[1]}/completions.jsonl")]
+again = [json.loads(l) for l in open(f"{sys.argv[2]}/completions.jsonl")]
+assert [l["completion"] for l in done[2:]] == [l["completion"] for l in again], "other completions after the resume"
+print("steps 3-4 resumed exactly")
+P
+
+# 4. Two ranks, one group of 8 over both (4 completions each): the advantages are the whole group's.
+run two_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type grpo --dataset "$TMP/grpo.jsonl" --reward_funcs accuracy \
+  --num_generations 8 --per_device_train_batch_size 4 --max_completion_length 12 --model "$SFT" --max_steps 3 \
+  --log_completions true --add_version false --logging_steps 1 --output_dir "$TMP/two_ranks"
+has two_ranks_layout "grpo: each generation batch: 1 prompts x 8 completions (4 on each of 2 ranks)" err
+"$PY" - "$TMP/two_ranks/completions.jsonl" <<'P' && ok || bad "two ranks: the group's advantages are not the whole group's"
+import json, statistics, sys
+for line in map(json.loads, open(sys.argv[1])):
+    r, a = line["MathAccuracy"], line["advantages"]
+    assert len(r) == 8 and len(set(line["prompt"])) == 1
+    spread = statistics.stdev(r)
+    want = [(x - sum(r) / 8) / (spread + 1e-4) for x in r]
+    assert all(abs(x - y) < 1e-4 for x, y in zip(a, want)), (a, want)
+P
+
+# 5. Errors and ms-swift's flags.
+run no_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --output_dir "$TMP/x"
+has no_reward_says "needs --reward_funcs" err
+run bad_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --reward_funcs bleu --output_dir "$TMP/x"
+has bad_reward_says "--reward_funcs bleu is not a built-in reward function" err
+run indivisible 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --reward_funcs format \
+  --per_device_train_batch_size 3 --output_dir "$TMP/x"
+has indivisible_says "not a multiple of --num_generations 8" err
+run no_solution 3 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/no_solution.jsonl" --reward_funcs accuracy \
+  --per_device_train_batch_size 8 --max_completion_length 4 --max_steps 1 --output_dir "$TMP/no_solution" --add_version false
+has no_solution_says "reads each row's \"solution\" column" err
+[ ! -d "$TMP/no_solution/checkpoint-1" ] && ok || bad "no_solution: a checkpoint was written"
+run vllm 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --per_device_train_batch_size 8 --max_steps 1 --use_vllm true \
+  --vllm_mode colocate --output_dir "$TMP/vllm"
+has vllm_says "--use_vllm ignored: swift generates GRPO's rollouts with its own engine" err
+run zero3 2 env NPROC_PER_NODE=2 "$SWIFT" "${grpo[@]}" --model "$SFT" --per_device_train_batch_size 8 --max_steps 1 \
+  --deepspeed zero3 --output_dir "$TMP/x"
+has zero3_says "with ZeRO-3 is not available yet" err
+
+finish grpo
