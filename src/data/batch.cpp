@@ -64,6 +64,7 @@ Batch collate_rollouts(const std::vector<const Example*>& examples, int64_t pad_
     b.advantages[i] = *e.advantage;
     b.truncated[i] = e.truncated;
     b.loss_units += e.loss_units;
+    b.rollout_round = e.rollout_round;  // a micro-batch never spans two generation batches
     if (off_policy && !e.old_logps.empty())
       b.old_logps[i].narrow(0, 0, static_cast<int64_t>(e.old_logps.size())).copy_(at::tensor(e.old_logps, at::kFloat));
   }

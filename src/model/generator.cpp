@@ -85,6 +85,11 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
   auto all_ids = at::zeros({static_cast<int64_t>(n), capacity}, ids.options());
   all_ids.narrow(1, 0, P).copy_(ids);
   at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(params.seed);
+  std::vector<at::Generator> row_rngs;  // params.row_seeds: one per prompt
+  SWIFT_CHECK(params.row_seeds.empty() || params.row_seeds.size() == n, UsageError,
+              "generate: " + std::to_string(params.row_seeds.size()) + " row seeds for " + std::to_string(n) + " prompts",
+              "give one seed per prompt, or none");
+  for (const uint64_t seed : params.row_seeds) row_rngs.push_back(at::make_generator<at::CPUGeneratorImpl>(seed));
 
   std::vector<size_t> active(n);  // batch row -> result index
   for (size_t i = 0; i < n; ++i) active[i] = i;
@@ -116,7 +121,14 @@ std::vector<GenerationResult> Generator::generate(const std::vector<std::vector<
     // The raw logits stay untouched for logprobs; copy only when the penalty will edit them in place.
     auto processed = params.repetition_penalty != 1.0 ? logits.clone() : logits;
     apply_repetition_penalty(processed, seen_active, params.repetition_penalty);
-    auto chosen = choose_tokens(filter_logits(processed, params), params, rng);
+    at::Tensor chosen;
+    if (row_rngs.empty()) {
+      chosen = choose_tokens(filter_logits(processed, params), params, rng);
+    } else {
+      std::vector<at::Generator*> generators;
+      for (size_t r : active) generators.push_back(&row_rngs[r]);
+      chosen = choose_tokens(filter_logits(processed, params), params, generators);
+    }
     std::vector<TokenLogprob> details;
     if (params.logprobs) details = describe_logprobs(logits.log_softmax(-1), chosen, params.top_logprobs);
     auto chosen_cpu = chosen.to(at::kCPU);

@@ -54,4 +54,14 @@ at::Tensor choose_tokens(const at::Tensor& filtered, const SamplingParams& p, at
   return at::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1).to(filtered.device());
 }
 
+at::Tensor choose_tokens(const at::Tensor& filtered, const SamplingParams& p, const std::vector<at::Generator*>& row_generators) {
+  if (p.greedy()) return filtered.argmax(-1);
+  TORCH_CHECK(static_cast<int64_t>(row_generators.size()) == filtered.size(0), "choose_tokens: one generator per row");
+  const auto probs = filtered.to(at::kFloat).softmax(-1).to(at::kCPU);
+  std::vector<at::Tensor> rows;
+  for (int64_t b = 0; b < probs.size(0); ++b)
+    rows.push_back(at::multinomial(probs[b], 1, /*replacement=*/false, *row_generators[static_cast<size_t>(b)]));
+  return at::cat(rows).to(filtered.device());
+}
+
 }  // namespace swift::model

@@ -80,9 +80,13 @@ class GrpoObjective : public train::TrainingObjective {
     std::vector<at::Tensor> rows{at::stack({out.loss.detach().to(at::kDouble) * (o_.loss.window_normalised() ? 1.0 : units),
                                             at::scalar_tensor(units, at::kDouble).to(device)})};
     for (const auto& [name, value] : out.metrics) rows.push_back(at::stack({value.to(device), at::ones({}, value.options()).to(device)}));
-    // The generation batch's figures with every micro-batch trained on it (the same on every rank).
+    // The figures of the generation batch its rows came from, with every micro-batch trained on it (the same on
+    // every rank).
+    const auto found = figures_->by_round.find(batch.rollout_round);
+    SWIFT_ASSERT(found != figures_->by_round.end(), "a micro-batch of a generation batch whose figures are gone");
+    const std::vector<double>& values = found->second;
     for (size_t i = 0; i < figure_names_.size(); ++i) {
-      const double v = i < figures_->values.size() ? figures_->values[i] : std::nan("");
+      const double v = i < values.size() ? values[i] : std::nan("");
       const bool measured = !std::isnan(v);
       rows.push_back(at::tensor({measured ? v : 0.0, measured ? 1.0 : 0.0}, at::TensorOptions().dtype(at::kDouble).device(device)));
     }

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <exception>
 #include <limits>
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
 #include "swift/data/batch.h"
 #include "swift/distributed/parallel_strategy.h"
+#include "swift/model/autocast.h"
 #include "swift/model/generator.h"
 #include "swift/template/template.h"
 #include "swift/tokenizer/tokenizer.h"
@@ -33,10 +35,10 @@ std::vector<std::string> rollout_figure_names(const std::vector<std::string>& re
 
 namespace {
 
-// A generation's seed: the run's, the generation batch's index and the rank's, mixed (splitmix64's finaliser), so
-// that each batch and rank draws its own completions and a resumed run draws the same ones again.
-uint64_t generation_seed(uint64_t seed, int64_t round, int rank) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(round + 1) + 0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(rank + 1);
+// A completion's sampling seed: the run's, the generation batch's index and the completion's place in it, mixed
+// (splitmix64's finaliser), so that a resumed run, or another layout of ranks, draws the same completions.
+uint64_t generation_seed(uint64_t seed, int64_t round, int64_t row) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(round + 1) + 0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(row + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
   return z ^ (z >> 31);
@@ -61,7 +63,10 @@ class RolloutData : public data::TrainData {
                     " (ms-swift asks the same)");
     prompts_per_round_ = completions / o.num_generations;
     // The loop's micro-batches per pass over the prompts: each generation batch is trained on num_iterations times.
-    if (const auto* in_memory = dynamic_cast<const data::InMemoryData*>(prompts_.get())) {
+    const auto* in_memory = dynamic_cast<const data::InMemoryData*>(prompts_.get());
+    SWIFT_CHECK(in_memory, UsageError, "GRPO encodes its prompts up front (its epochs count generation batches)",
+                "drop --lazy_tokenize / --streaming");
+    {
       const auto rounds = static_cast<int64_t>(in_memory->size()) / prompts_per_round_;
       SWIFT_CHECK(rounds > 0, DataError,
                   "the dataset has " + std::to_string(in_memory->size()) + " prompts; one GRPO generation batch needs " +
@@ -71,6 +76,11 @@ class RolloutData : public data::TrainData {
     }
     const bool off_policy = o.num_iterations > 1 || steps_per_generation_ > s_.accumulation;
     keep_old_logps_ = off_policy;
+    const int64_t per_round = steps_per_generation_ * o.num_iterations;
+    if (s_.save_steps > 0 && (s_.save_steps * s_.accumulation) % per_round != 0)
+      log_warn("grpo: --save_steps ", s_.save_steps, " x ", s_.accumulation, " micro-batches is not a multiple of a generation "
+               "batch's ", per_round, " (steps_per_generation x num_iterations): checkpoints inside a generation batch "
+               "cannot be resumed from");
     log_info("grpo: each generation batch: ", prompts_per_round_, " prompts x ", o.num_generations, " completions (",
              local_, " on each of ", world_, " rank", world_ > 1 ? "s" : "", "), trained on ", steps_per_generation_,
              " micro-batches x ", o.num_iterations, " iteration", o.num_iterations > 1 ? "s" : "",
@@ -137,14 +147,20 @@ class RolloutData : public data::TrainData {
     params.min_p = o.min_p;
     params.repetition_penalty = o.repetition_penalty;
     params.stop_token_ids = s_.stop_token_ids;
-    params.seed = generation_seed(s_.seed, round_, rank_);
+    // Each completion its own seed, from its place in the whole generation batch: the same completions whatever
+    // ranks share the batch.
+    for (int64_t i = first; i < first + local_; ++i) params.row_seeds.push_back(generation_seed(s_.seed, round_, i));
     std::vector<int64_t> stop_token(inputs.size(), -1);
     const bool was_training = s_.policy->is_training();
     s_.policy->eval();
     model::Generator generator(s_.policy);
-    auto results = generator.generate(inputs, params, [&](size_t row, int64_t token, bool is_stop) {
-      if (is_stop) stop_token[row] = token;
-    });
+    std::vector<model::GenerationResult> results;
+    {
+      model::AutocastScope autocast(s_.policy->device().type(), s_.autocast);  // as the training pass computes
+      results = generator.generate(inputs, params, [&](size_t row, int64_t token, bool is_stop) {
+        if (is_stop) stop_token[row] = token;
+      });
+    }
     if (was_training) s_.policy->train();
 
     // Score: decoded text without the stop token (as ms-swift decodes), token count with it.
@@ -157,21 +173,31 @@ class RolloutData : public data::TrainData {
       scored[j] = {s_.tokenizer->decode(results[j].tokens), static_cast<int64_t>(completions[j].size()), prompt.columns.get()};
     }
     const auto F = static_cast<int64_t>(rewards_.size()), N = local_ * world_;
-    // Every rank's rewards, lengths and truncation in one sum: [N x F rewards | N lengths | N truncated].
-    std::vector<double> gathered(static_cast<size_t>(N * (F + 2)), 0.0);
-    for (int64_t f = 0; f < F; ++f) {
-      const auto values = rewards_[static_cast<size_t>(f)]->score(scored);
-      for (int64_t j = 0; j < local_; ++j) {
-        const auto& v = values[static_cast<size_t>(j)];
-        gathered[static_cast<size_t>((first + j) * F + f)] = v ? *v : std::numeric_limits<double>::quiet_NaN();
+    // Every rank's rewards, lengths and truncation in one sum: [N x F rewards | N lengths | N truncated | failures].
+    std::vector<double> gathered(static_cast<size_t>(N * (F + 2) + 1), 0.0);
+    std::exception_ptr failure;  // a reward function's error: every rank stops, not only this one (the others would wait)
+    try {
+      for (int64_t f = 0; f < F; ++f) {
+        const auto values = rewards_[static_cast<size_t>(f)]->score(scored);
+        for (int64_t j = 0; j < local_; ++j) {
+          const auto& v = values[static_cast<size_t>(j)];
+          gathered[static_cast<size_t>((first + j) * F + f)] = v ? *v : std::numeric_limits<double>::quiet_NaN();
+        }
       }
+    } catch (...) {
+      failure = std::current_exception();
+      gathered.back() = 1;
     }
     for (int64_t j = 0; j < local_; ++j) {
+      // Truncated (ms-swift's finish_reason "length") when the completion, its stop token counted, reached the limit.
       const auto length = static_cast<int64_t>(completions[static_cast<size_t>(j)].size());
       gathered[static_cast<size_t>(N * F + first + j)] = static_cast<double>(length);
       gathered[static_cast<size_t>(N * (F + 1) + first + j)] = length >= o.max_completion_length ? 1.0 : 0.0;
     }
     if (world_ > 1) gathered = s_.parallel->sum(gathered);  // NaN + 0 stays NaN: a missing reward stays missing
+    if (failure) std::rethrow_exception(failure);
+    SWIFT_CHECK(gathered.back() == 0, DataError, "a reward function failed on another rank (its log says why)",
+                "fix what that rank reports; this rank stops with it");
     const at::Tensor all = at::tensor(gathered, at::kDouble);
     const at::Tensor rewards = all.narrow(0, 0, N * F).view({N, F}).to(at::kFloat);
     const at::Tensor lengths = all.narrow(0, N * F, N), truncated = all.narrow(0, N * (F + 1), N);
@@ -191,6 +217,7 @@ class RolloutData : public data::TrainData {
       e.labels.insert(e.labels.end(), completion.begin(), completion.end());
       e.advantage = batch.advantages[first + j].item<double>();
       e.truncated = truncated[first + j].item<double>() > 0;
+      e.rollout_round = round_;
       // dapo/cispo divide a step's token sums by the whole generation batch's completion tokens (ms-swift's
       // num_items_in_batch): each row carries its share, so that a step's rows on every rank add up to them.
       e.loss_units = tokens / static_cast<double>(s_.accumulation * world_ * s_.per_device_batch);
@@ -225,6 +252,7 @@ class RolloutData : public data::TrainData {
   // weights have moved (num_iterations > 1, or more micro-batches than one step takes).
   void score_at_generation() {
     torch::NoGradGuard no_grad;
+    model::AutocastScope autocast(s_.policy->device().type(), s_.autocast);  // as the training pass scores them
     const auto pd = static_cast<size_t>(s_.per_device_batch);
     for (size_t start = 0; start < buffer_.size(); start += pd) {
       std::vector<const data::Example*> rows;
@@ -251,10 +279,12 @@ class RolloutData : public data::TrainData {
     for (const auto& r : rewards_) reward_names.push_back(r->name());
     RolloutFigures& fig = *s_.figures;
     fig.names = rollout_figure_names(reward_names);
-    fig.values.assign(fig.names.size(), std::numeric_limits<double>::quiet_NaN());
+    std::vector<double>& values = fig.by_round[round_];
+    values.assign(fig.names.size(), std::numeric_limits<double>::quiet_NaN());
+    while (fig.by_round.size() > 4) fig.by_round.erase(fig.by_round.begin());  // a step spans at most a few
     const auto set = [&](const std::string& name, double v) {
       const auto it = std::find(fig.names.begin(), fig.names.end(), name);
-      if (it != fig.names.end()) fig.values[static_cast<size_t>(it - fig.names.begin())] = v;
+      if (it != fig.names.end()) values[static_cast<size_t>(it - fig.names.begin())] = v;
     };
     for (const auto& [name, v] : reward_metrics(batch, rewards, reward_names, s_.options.num_generations, s_.options.scale_rewards))
       set(name, v);

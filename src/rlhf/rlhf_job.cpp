@@ -136,6 +136,8 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
     setup.per_device_batch = c.options.loop.per_device_train_batch_size;
     setup.accumulation = std::max<int64_t>(c.options.loop.gradient_accumulation_steps, 1);
     setup.seed = c.options.seed;
+    setup.autocast = c.options.model.autocast;
+    setup.save_steps = c.options.loop.save_steps;
     setup.figures = figures;
     setup.run_dir = c.run_dir;
     return rollout_data(std::move(prompts), std::move(setup));

@@ -224,8 +224,9 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                  "chosen and rejected replies are batched as pairs; drop --packing");
   problems.check(!data.padding_free, "--padding_free does not apply to swift rlhf",
                  "chosen and rejected replies are batched as pairs; drop --padding_free");
-  problems.check(!o.online() || !data.streaming, "--rlhf_type grpo does not read --streaming data yet",
-                 "drop --streaming (--lazy_tokenize keeps memory low)");
+  problems.check(!o.online() || (!data.streaming && !data.lazy_tokenize),
+                 "--rlhf_type grpo encodes its prompts up front: --streaming and --lazy_tokenize do not apply",
+                 "drop them (prompts are small)");
   problems.check(o.rlhf_type != "kto" || !data.streaming, "--rlhf_type kto does not read --streaming data",
                  "its KL term pairs rows before training: drop --streaming (--lazy_tokenize keeps memory low)");
   problems.check(data.cached_dataset.empty() && data.cached_val_dataset.empty(),

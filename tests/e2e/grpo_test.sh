@@ -7,12 +7,15 @@
 #    (the advantages of each group summing to 0);
 #  - a LoRA run (the reference is the base with the adapter off) resumed from its checkpoint continues exactly as
 #    the run that was not stopped: the same completions, rewards and losses;
-#  - 2 ranks: each generates its share of a group that spans them, the advantages are the whole group's;
+#  - 2 ranks, each generating its share of a group that spans them, draw one rank's completions and give its
+#    losses and weights; the advantages are the whole group's;
+#  - --num_iterations 2 under bf16: the first update's ratio is 1, the second's not; a checkpoint inside a generation
+#    batch is refused at resume; dapo with accumulation, the overlong filter and --beta 0 runs;
 #  - bad flags and rows are clear errors (exit 2 and 3), --use_vllm is answered.
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-need_python json
+need_python json numpy safetensors
 
 # A prompt asked 200 ways; sft answers with a random digit, GRPO's solution is always 7.
 "$PY" - "$TMP" <<'P'
@@ -64,9 +67,11 @@ for i, line in enumerate(lines):
     for g in range(2):  # each group's advantages sum to 0, and a right answer has a positive one
         group = line["advantages"][8 * g:8 * g + 8]
         assert abs(sum(group)) < 1e-4, group
-        for a, r, c in zip(group, line["MathAccuracy"][8 * g:8 * g + 8], line["completion"][8 * g:8 * g + 8]):
-            assert r == (1.0 if "<answer>7</answer>" in c and c.strip().startswith("<answer>") else r)
-            assert len(set(line["MathAccuracy"][8 * g:8 * g + 8])) == 1 or (a > 0) == (r == 1.0), (a, r, c)
+        rewards = line["MathAccuracy"][8 * g:8 * g + 8]
+        for a, r, c in zip(group, rewards, line["completion"][8 * g:8 * g + 8]):
+            if c.strip() == "<answer>7</answer>":
+                assert r == 1.0, c
+            assert len(set(rewards)) == 1 or (a > 0) == (r == 1.0), (a, r, c)
 P
 
 # 3. LoRA (the reference: the adapter switched off), stopped at step 2 and resumed: steps 3-4 as the unbroken run.
@@ -88,11 +93,28 @@ assert [l["completion"] for l in done[2:]] == [l["completion"] for l in again], 
 print("steps 3-4 resumed exactly")
 P
 
-# 4. Two ranks, one group of 8 over both (4 completions each): the advantages are the whole group's.
-run two_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" rlhf --rlhf_type grpo --dataset "$TMP/grpo.jsonl" --reward_funcs accuracy \
-  --num_generations 8 --per_device_train_batch_size 4 --max_completion_length 12 --model "$SFT" --max_steps 3 \
-  --log_completions true --add_version false --logging_steps 1 --output_dir "$TMP/two_ranks"
+# 4. Two ranks, one group of 8 over both (4 completions each): the same completions as one rank (each its own seed
+#    from its place in the batch), the advantages the whole group's, the losses and weights one rank's.
+ranks=(rlhf --rlhf_type grpo --dataset "$TMP/grpo.jsonl" --reward_funcs accuracy --num_generations 8 --model "$SFT"
+       --train_type full --learning_rate 2e-3 --max_completion_length 12 --max_steps 3 --log_completions true
+       --add_version false --logging_steps 1 --save_steps 3 --adam_epsilon 1e-6)
+run one_rank 0 "$SWIFT" "${ranks[@]}" --per_device_train_batch_size 8 --output_dir "$TMP/one_rank"
+run two_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" "${ranks[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/two_ranks"
 has two_ranks_layout "grpo: each generation batch: 1 prompts x 8 completions (4 on each of 2 ranks)" err
+"$PY" - "$TMP/one_rank" "$TMP/two_ranks" <<'P' && ok || bad "two ranks: not one rank's completions, losses or weights"
+import json, sys
+from safetensors.numpy import load_file
+lines = lambda d: [json.loads(l) for l in open(f"{d}/completions.jsonl")]
+assert [l["completion"] for l in lines(sys.argv[1])] == [l["completion"] for l in lines(sys.argv[2])]
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+for a, b in zip(rows(sys.argv[1]), rows(sys.argv[2])):
+    for key in ("loss", "reward", "kl", "grad_norm"):
+        assert abs(a[key] - b[key]) <= 1e-5 * (1 + abs(a[key])), (key, a[key], b[key])
+wa, wb = (load_file(f"{d}/checkpoint-3/model.safetensors") for d in sys.argv[1:])
+worst = max(abs(wa[k] - wb[k]).max() for k in wa)
+assert worst < 1e-5, worst
+print(f"2 ranks: one rank's completions, losses and weights within {worst:.1e}")
+P
 "$PY" - "$TMP/two_ranks/completions.jsonl" <<'P' && ok || bad "two ranks: the group's advantages are not the whole group's"
 import json, statistics, sys
 for line in map(json.loads, open(sys.argv[1])):
@@ -103,7 +125,35 @@ for line in map(json.loads, open(sys.argv[1])):
     assert all(abs(x - y) < 1e-4 for x, y in zip(a, want)), (a, want)
 P
 
-# 5. Errors and ms-swift's flags.
+# 5. Off-policy updates: --num_iterations 2 trains twice on each generation batch, under bf16 autocast. Its first
+#    update's ratio is exactly 1 (the kept log-probabilities are the same pass's), the second's is not; a checkpoint
+#    between the two is refused at resume. dapo with accumulation, the overlong filter and no reference runs too.
+run iterations 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --train_type full --torch_dtype bfloat16 --learning_rate 2e-3 \
+  --num_iterations 2 --epsilon 0.01 --max_steps 4 --save_steps 1 --output_dir "$TMP/iterations"
+has iterations_warns "checkpoints inside a generation batch cannot be resumed from" err
+has iterations_layout "trained on 1 micro-batches x 2 iterations; the ratio is taken against the log-probabilities at generation" err
+"$PY" - "$TMP/iterations" <<'P' && ok || bad "iterations: the first update's ratio is not 1, or the second's is"
+import json, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert len(rows) == 4
+assert all(r["clip_ratio/region_mean"] == 0 for r in rows[0::2]), [r["clip_ratio/region_mean"] for r in rows]
+assert any(r["clip_ratio/region_mean"] > 0 for r in rows[1::2]), [r["clip_ratio/region_mean"] for r in rows]
+assert rows[0]["reward"] == rows[1]["reward"] and rows[2]["reward"] == rows[3]["reward"], "one generation batch, twice"
+P
+run inside_batch 3 "$SWIFT" "${grpo[@]}" --model "$SFT" --train_type full --torch_dtype bfloat16 --num_iterations 2 \
+  --max_steps 4 --output_dir "$TMP/inside" --resume_from_checkpoint "$TMP/iterations/checkpoint-1"
+has inside_batch_says "was saved inside a GRPO generation batch" err
+run dapo 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --loss_type dapo --gradient_accumulation_steps 2 --overlong_filter true \
+  --beta 0 --max_completion_length 6 --per_device_train_batch_size 8 --max_steps 2 --output_dir "$TMP/dapo"
+has dapo_no_reference "reference model: none (--beta 0)" err
+"$PY" - "$TMP/dapo" <<'P' && ok || bad "dapo: a KL without a reference, or no clipped completions"
+import json, math, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert len(rows) == 2 and all("kl" not in r and math.isfinite(r["loss"]) for r in rows), rows
+assert all(r["completions/clipped_ratio"] > 0 for r in rows), rows
+P
+
+# 6. Errors and ms-swift's flags.
 run no_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --output_dir "$TMP/x"
 has no_reward_says "needs --reward_funcs" err
 run bad_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --reward_funcs bleu --output_dir "$TMP/x"

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include "swift/core/error.h"
 #include "swift/model/generator.h"
 #include "swift/model/sampling.h"
 #include "test_util.h"
@@ -93,6 +94,27 @@ TEST(Generator, SeededSamplingRepeatsAndSeedsDiffer) {
   EXPECT_EQ(a, b);
   p.seed = 2;
   EXPECT_NE(a, gen.generate({{1, 2, 3}}, p)[0].tokens);
+}
+
+// With a seed per row each row draws alone: its tokens are the same in any batch and at any place in it (GRPO's
+// completions, whatever ranks share a generation batch).
+TEST(Generator, RowSeedsMakeARowsDrawsItsOwn) {
+  auto m = test::random_model(test::tiny_config("mistral"), 24);
+  model::Generator gen(m);
+  model::SamplingParams p;
+  p.max_new_tokens = 12;
+  p.temperature = 1.5;
+  p.row_seeds = {7, 8, 9};
+  const auto together = gen.generate({{1, 2, 3}, {4, 5}, {1, 2, 3}}, p);
+  EXPECT_NE(together[0].tokens, together[2].tokens) << "the same prompt, another seed";
+  p.row_seeds = {9, 7};
+  const auto reordered = gen.generate({{1, 2, 3}, {1, 2, 3}}, p);
+  EXPECT_EQ(reordered[0].tokens, together[2].tokens);
+  EXPECT_EQ(reordered[1].tokens, together[0].tokens);
+  p.row_seeds = {8};
+  EXPECT_EQ(gen.generate({{4, 5}}, p)[0].tokens, together[1].tokens);
+  p.row_seeds = {1, 2};
+  EXPECT_THROW(gen.generate({{1, 2, 3}}, p), UsageError) << "one seed per prompt";
 }
 
 namespace {

@@ -26,6 +26,7 @@ struct Batch {
   // the rows' loss units summed.
   at::Tensor advantages, truncated, old_logps;
   double loss_units = 0;
+  int64_t rollout_round = -1;  // the generation batch its rows came from
 };
 Batch collate(const std::vector<const Example*>& examples, int64_t pad_id);
 // A micro-batch of preference pairs as ms-swift batches them: the B chosen rows, then the B rejected rows (for

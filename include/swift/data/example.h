@@ -39,6 +39,7 @@ struct Example {
   std::vector<float> old_logps = {};
   double loss_units = 1.0;
   bool truncated = false;
+  int64_t rollout_round = -1;  // the generation batch it came from
 };
 
 enum class Truncation { kDelete, kLeft, kRight };

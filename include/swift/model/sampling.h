@@ -18,6 +18,10 @@ struct SamplingParams {
   double min_p = 0.0;              // 0: off
   double repetition_penalty = 1.0; // 1: off; > 1 discourages tokens already in the prompt or output
   uint64_t seed = 42;
+  // One seed per prompt (Generator::generate): each row draws from its own generator, so its tokens do not depend
+  // on the other rows of its batch (GRPO's completions, the same whatever ranks generate them). Empty: one
+  // generator for the batch, seeded with `seed`.
+  std::vector<uint64_t> row_seeds;
   std::vector<int64_t> stop_token_ids;               // eos ids: stop, token not part of the output
   std::vector<std::vector<int64_t>> stop_sequences;  // stop when the output ends with one; it is dropped
   bool logprobs = false;                             // log-probability of each chosen token
@@ -37,5 +41,8 @@ at::Tensor filter_logits(const at::Tensor& logits, const SamplingParams& params)
 
 // Picks one token per row: argmax when greedy, else a draw from softmax(filtered) with `generator` (CPU).
 at::Tensor choose_tokens(const at::Tensor& filtered_logits, const SamplingParams& params, at::Generator& generator);
+// The same with row b drawing from *row_generators[b].
+at::Tensor choose_tokens(const at::Tensor& filtered_logits, const SamplingParams& params,
+                         const std::vector<at::Generator*>& row_generators);
 
 }  // namespace swift::model

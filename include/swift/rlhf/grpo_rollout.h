@@ -9,7 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <c10/core/ScalarType.h>
+
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,7 +39,9 @@ namespace swift::rlhf {
 // logs with every micro-batch trained on it.
 struct RolloutFigures {
   std::vector<std::string> names;
-  std::vector<double> values;  // NaN: not measured in this batch (a reward no row could be given)
+  // Per generation batch (data::Example::rollout_round), the latest few: NaN where not measured in that batch (a
+  // reward no row could be given).
+  std::map<int64_t, std::vector<double>> by_round;
 };
 // The names of RolloutFigures for these reward functions.
 std::vector<std::string> rollout_figure_names(const std::vector<std::string>& reward_names);
@@ -50,6 +56,8 @@ struct RolloutSetup {
   int64_t per_device_batch = 1;         // completions per rank in one micro-batch
   int64_t accumulation = 1;             // micro-batches per optimizer step
   uint64_t seed = 42;
+  std::optional<c10::ScalarType> autocast;  // the training pass's: generation and the kept log-probabilities too
+  int64_t save_steps = 0;                   // to warn when checkpoints would fall inside a generation batch
   std::shared_ptr<RolloutFigures> figures;  // filled each generation batch
   // Where completions.jsonl goes (--log_completions): the run folder, known once the run has one.
   std::shared_ptr<std::filesystem::path> run_dir;
