@@ -5,6 +5,7 @@
 #include <torch/utils.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <exception>
@@ -28,7 +29,8 @@ std::vector<std::string> rollout_figure_names(const std::vector<std::string>& re
     names.push_back("rewards/" + n + "/mean");
     names.push_back("rewards/" + n + "/std");
   }
-  for (const char* n : {"completions/mean_length", "completions/min_length", "completions/max_length", "completions/clipped_ratio"})
+  for (const char* n : {"completions/mean_length", "completions/min_length", "completions/max_length", "completions/clipped_ratio",
+                        "time/generation", "time/scoring"})
     names.emplace_back(n);
   return names;
 }
@@ -48,7 +50,7 @@ class RolloutData : public data::TrainData {
  public:
   RolloutData(std::unique_ptr<data::TrainData> prompts, RolloutSetup setup) : prompts_(std::move(prompts)), s_(std::move(setup)) {
     const GrpoOptions& o = s_.options;
-    for (const auto& name : o.reward_funcs) rewards_.push_back(builtin_reward(name, o.rewards));
+    for (const auto& name : o.reward_funcs) rewards_.push_back(reward_function(name, o.rewards));
     steps_per_generation_ = o.steps_per_generation > 0 ? o.steps_per_generation : s_.accumulation;
     world_ = s_.parallel->data_parallel_size();
     rank_ = s_.parallel->data_parallel_rank();
@@ -151,6 +153,7 @@ class RolloutData : public data::TrainData {
     // ranks share the batch.
     for (int64_t i = first; i < first + local_; ++i) params.row_seeds.push_back(generation_seed(s_.seed, round_, i));
     std::vector<int64_t> stop_token(inputs.size(), -1);
+    const auto started = std::chrono::steady_clock::now();
     const bool was_training = s_.policy->is_training();
     s_.policy->eval();
     model::Generator generator(s_.policy);
@@ -163,6 +166,7 @@ class RolloutData : public data::TrainData {
     }
     if (was_training) s_.policy->train();
 
+    const auto generated = std::chrono::steady_clock::now();
     // Score: decoded text without the stop token (as ms-swift decodes), token count with it.
     std::vector<std::vector<int64_t>> completions(inputs.size());
     std::vector<ScoredCompletion> scored(inputs.size());
@@ -194,6 +198,8 @@ class RolloutData : public data::TrainData {
       gathered[static_cast<size_t>(N * F + first + j)] = static_cast<double>(length);
       gathered[static_cast<size_t>(N * (F + 1) + first + j)] = length >= o.max_completion_length ? 1.0 : 0.0;
     }
+    const double seconds[2] = {std::chrono::duration<double>(generated - started).count(),
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - generated).count()};
     if (world_ > 1) gathered = s_.parallel->sum(gathered);  // NaN + 0 stays NaN: a missing reward stays missing
     if (failure) std::rethrow_exception(failure);
     SWIFT_CHECK(gathered.back() == 0, DataError, "a reward function failed on another rank (its log says why)",
@@ -202,7 +208,7 @@ class RolloutData : public data::TrainData {
     const at::Tensor rewards = all.narrow(0, 0, N * F).view({N, F}).to(at::kFloat);
     const at::Tensor lengths = all.narrow(0, N * F, N), truncated = all.narrow(0, N * (F + 1), N);
     const GroupAdvantages batch = group_advantages(rewards, o.reward_weights, o.num_generations, o.advantage_estimator, o.scale_rewards);
-    record_figures(batch, rewards, lengths, truncated);
+    record_figures(batch, rewards, lengths, truncated, seconds);
 
     // The buffer: prompt + completion, labels on the completion (its stop token included).
     const double tokens = lengths.sum().item<double>();
@@ -274,7 +280,9 @@ class RolloutData : public data::TrainData {
     }
   }
 
-  void record_figures(const GroupAdvantages& batch, const at::Tensor& rewards, const at::Tensor& lengths, const at::Tensor& truncated) {
+  // seconds: this rank's time generating and scoring the batch.
+  void record_figures(const GroupAdvantages& batch, const at::Tensor& rewards, const at::Tensor& lengths, const at::Tensor& truncated,
+                      const double (&seconds)[2]) {
     std::vector<std::string> reward_names;
     for (const auto& r : rewards_) reward_names.push_back(r->name());
     RolloutFigures& fig = *s_.figures;
@@ -292,6 +300,8 @@ class RolloutData : public data::TrainData {
     set("completions/min_length", lengths.min().item<double>());
     set("completions/max_length", lengths.max().item<double>());
     set("completions/clipped_ratio", truncated.mean().item<double>());
+    set("time/generation", seconds[0]);
+    set("time/scoring", seconds[1]);
   }
 
   // completions.jsonl (--log_completions): one line per generation batch, ms-swift's columns (each a list over the

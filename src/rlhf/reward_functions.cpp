@@ -407,7 +407,13 @@ std::unique_ptr<RewardFunction> builtin_reward(const std::string& name, const Re
     });
   }
   throw UsageError("--reward_funcs " + name + " is not a built-in reward function",
-                   "use accuracy, format, cosine, repetition or soft_overlong (or an external scorer)");
+                   "use accuracy, format, cosine, repetition or soft_overlong, or external:COMMAND (docs/grpo.md)");
+}
+
+std::unique_ptr<RewardFunction> reward_function(const std::string& name, const RewardSettings& settings) {
+  static const std::string external = "external:";
+  if (name.rfind(external, 0) == 0) return external_reward(name.substr(external.size()), settings.reward_timeout);
+  return builtin_reward(name, settings);
 }
 
 }  // namespace swift::rlhf

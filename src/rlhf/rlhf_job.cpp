@@ -152,7 +152,7 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
     model::CausalLM reference = options.grpo.loss.beta != 0 ? reference_model(ctx, options) : model::CausalLM{nullptr};
     if (options.grpo.loss.beta == 0) log_info("reference model: none (--beta 0)");
     std::vector<std::string> names;
-    for (const auto& f : options.grpo.reward_funcs) names.push_back(builtin_reward(f, options.grpo.rewards)->name());
+    for (const auto& f : options.grpo.reward_funcs) names.push_back(reward_function(f, options.grpo.rewards)->name());
     return grpo_objective(options.grpo, std::move(reference), figures, names);
   };
   return hooks;

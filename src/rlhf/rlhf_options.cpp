@@ -68,7 +68,8 @@ GrpoOptions grpo_options(const cli::Flags& flags, cli::Problems& problems) {
   r.repetition_max_penalty = flags.number("repetition_max_penalty");
   r.soft_max_length = flags.given("soft_max_length") ? flags.integer("soft_max_length") : g.max_completion_length;
   if (flags.given("soft_cache_length")) r.soft_cache_length = flags.integer("soft_cache_length");
-  for (const auto& name : g.reward_funcs) problems.collect([&] { return builtin_reward(name, r) != nullptr; }, false);
+  r.reward_timeout = flags.number("reward_timeout");
+  for (const auto& name : g.reward_funcs) problems.collect([&] { return reward_function(name, r) != nullptr; }, false);
   for (const auto& w : flags.list("reward_weights")) {
     char* end = nullptr;
     const double v = std::strtod(w.c_str(), &end);
@@ -156,7 +157,8 @@ std::vector<cli::FlagSpec> rlhf_flags() {
       {"top_k", FlagType::kInt, "-1", "grpo: sample among the k likeliest tokens (-1 or 0: off)"},
       {"min_p", FlagType::kFloat, "0.0", "grpo: drop tokens below min_p x the likeliest one's probability (0: off)"},
       {"repetition_penalty", FlagType::kFloat, "1.0", "grpo: discourage tokens already in the prompt or completion (1: off)"},
-      {"reward_funcs", FlagType::kList, "", "grpo: the reward functions: accuracy, format, cosine, repetition, soft_overlong"},
+      {"reward_funcs", FlagType::kList, "", "grpo: the reward functions: accuracy, format, cosine, repetition, soft_overlong, or 'external:COMMAND' (a program scoring JSON lines: docs/grpo.md)"},
+      {"reward_timeout", FlagType::kFloat, "300", "grpo: seconds an external reward command has to answer a generation batch"},
       {"reward_weights", FlagType::kList, "", "grpo: one weight per reward function (default all 1)"},
       {"reward_model", FlagType::kString, "", "grpo: a reward model scoring the completions (not available yet)"},
       {"epsilon", FlagType::kFloat, "0.2", "grpo: the ratio is clipped below at 1 - epsilon"},

@@ -11,6 +11,8 @@
 #    losses and weights; the advantages are the whole group's;
 #  - --num_iterations 2 under bf16: the first update's ratio is 1, the second's not; a checkpoint inside a generation
 #    batch is refused at resume; dapo with accumulation, the overlong filter and --beta 0 runs;
+#  - an external reward command (scripts/rewards/check_answer.py) scores as the accuracy reward does on these answers;
+#    one that never answers is warned about and stops the run on its third batch;
 #  - bad flags and rows are clear errors (exit 2 and 3), --use_vllm is answered.
 set -uo pipefail
 SWIFT="$1"
@@ -49,7 +51,8 @@ rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' 
 assert len(rows) == 40, len(rows)
 for key in ("loss", "kl", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "reward", "reward_std",
             "frac_reward_zero_std", "rewards/MathAccuracy/mean", "rewards/MathAccuracy/std", "completions/mean_length",
-            "completions/min_length", "completions/max_length", "completions/clipped_ratio", "grad_norm", "learning_rate"):
+            "completions/min_length", "completions/max_length", "completions/clipped_ratio", "time/generation",
+            "time/scoring", "grad_norm", "learning_rate"):
     assert all(key in r for r in rows), key
 first = sum(r["reward"] for r in rows[:10]) / 10
 last = sum(r["reward"] for r in rows[-10:]) / 10
@@ -153,7 +156,24 @@ assert len(rows) == 2 and all("kl" not in r and math.isfinite(r["loss"]) for r i
 assert all(r["completions/clipped_ratio"] > 0 for r in rows), rows
 P
 
-# 6. Errors and ms-swift's flags.
+# 6. An external reward command (scripts/rewards/check_answer.py) beside the built-in accuracy: on these answers it
+#    gives the same rewards, logged under its name; one that never answers costs a warning per generation batch and
+#    stops the run on the third.
+run external 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 2 --log_completions true --output_dir "$TMP/external" \
+  --reward_funcs accuracy "external:$PY $ROOT/scripts/rewards/check_answer.py"
+"$PY" - "$TMP/external" <<'P' && ok || bad "external: the checker's rewards are not the accuracy reward's"
+import json, sys
+lines = [json.loads(l) for l in open(f"{sys.argv[1]}/completions.jsonl")]
+assert len(lines) == 2 and all(l["check_answer"] == l["MathAccuracy"] for l in lines), lines
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert all(r["rewards/check_answer/mean"] == r["rewards/MathAccuracy/mean"] for r in rows), rows
+P
+run external_silent 3 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 5 --output_dir "$TMP/silent" \
+  --reward_funcs "external:cat > /dev/null" --reward_timeout 1
+has external_silent_warns "no answer within --reward_timeout 1 s (0 of 16 lines); this generation batch has no cat rewards" err
+has external_silent_stops "failed 3 generation batches in a row" err
+
+# 7. Errors and ms-swift's flags.
 run no_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --output_dir "$TMP/x"
 has no_reward_says "needs --reward_funcs" err
 run bad_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --reward_funcs bleu --output_dir "$TMP/x"

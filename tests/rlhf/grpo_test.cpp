@@ -111,3 +111,45 @@ TEST(RewardFunctions, ErrorsNameTheFlagOrTheColumn) {
     EXPECT_NE(std::string(e.what()).find("solution"), std::string::npos) << e.what();
   }
 }
+
+// An external command: one JSON line per completion in (the row's columns, the completion and its token count), one
+// reward per line out, the command kept running between batches; a batch it fails gets no rewards, the third failure
+// in a row stops the run.
+TEST(RewardFunctions, AnExternalCommandScoresJsonLines) {
+  rlhf::RewardSettings s;
+  s.reward_timeout = 2;
+  const nlohmann::json row = {{"solution", "7"}};
+  const std::vector<rlhf::ScoredCompletion> batch = {{"<answer>7</answer>", 5, &row}, {"no", 2, &row}};
+  // Answers each line's token count.
+  const auto tokens = rlhf::reward_function(
+      "external:while read -r line; do echo \"$line\" | sed -E 's/.*\"completion_tokens\":([0-9]+).*/\\1/'; done", s);
+  EXPECT_EQ(tokens->name(), "External") << "sh -c's first word is 'while'";
+  for (int round = 0; round < 2; ++round) {  // the same process answers both batches
+    const auto rewards = tokens->score(batch);
+    ASSERT_EQ(rewards.size(), 2u);
+    EXPECT_EQ(rewards[0], 5.0);
+    EXPECT_EQ(rewards[1], 2.0);
+  }
+  const auto nulls = rlhf::reward_function("external:while read -r line; do echo null; done", s);
+  EXPECT_FALSE(nulls->score(batch)[1].has_value()) << "null: no reward for that completion";
+  EXPECT_EQ(rlhf::reward_function("external:python3 /opt/check_answer.py --strict", s)->name(), "check_answer");
+  // A command that never answers: no rewards for two batches (warnings), the third stops the run.
+  const auto silent = rlhf::reward_function("external:cat > /dev/null", s);
+  for (int i = 0; i < 2; ++i) {
+    const auto rewards = silent->score(batch);
+    EXPECT_FALSE(rewards[0].has_value());
+    EXPECT_FALSE(rewards[1].has_value());
+  }
+  try {
+    silent->score(batch);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("failed 3 generation batches in a row"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--reward_timeout"), std::string::npos) << e.what();
+  }
+  // Words, or an early exit, are failures too.
+  s.reward_timeout = 30;
+  EXPECT_FALSE(rlhf::reward_function("external:while read -r l; do echo good; done", s)->score(batch)[0].has_value());
+  EXPECT_FALSE(rlhf::reward_function("external:head -n 1 > /dev/null; echo 1", s)->score(batch)[0].has_value());
+  EXPECT_THROW(rlhf::reward_function("external:", s), UsageError);
+}

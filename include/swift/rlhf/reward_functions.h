@@ -23,6 +23,7 @@ struct RewardSettings {
   double repetition_max_penalty = -1.0;
   int64_t soft_max_length = 512;  // default: --max_completion_length
   std::optional<int64_t> soft_cache_length;  // required by soft_overlong, below soft_max_length
+  double reward_timeout = 300;  // seconds an external command has to answer a generation batch
 };
 
 // One completion to score: its decoded text (without the end-of-turn token), its token count and the dataset row it
@@ -46,6 +47,15 @@ class RewardFunction {
 // The built-in named `name` (accuracy, format, cosine, repetition, soft_overlong); UsageError naming --reward_funcs
 // and the choices otherwise, or naming the setting that is missing or out of range.
 std::unique_ptr<RewardFunction> builtin_reward(const std::string& name, const RewardSettings& settings);
+// `external:COMMAND`: a reward function outside swift. COMMAND (run by /bin/sh, once, kept for the run) reads one
+// JSON object per completion on stdin, a line each: the row's columns besides its conversation ("solution", ...),
+// "completion" and "completion_tokens"; and writes one line per completion on stdout: its reward, or null. A batch
+// the command does not answer within `timeout_s` (or answers with something else, or exits on) gets no rewards
+// from it, with a warning, and the command is started again; the third such batch in a row stops the run
+// (DataError). Named in the metrics by its program's file name (python3 check.py: check).
+std::unique_ptr<RewardFunction> external_reward(const std::string& command, double timeout_s);
+// A built-in, or `external:COMMAND`.
+std::unique_ptr<RewardFunction> reward_function(const std::string& name, const RewardSettings& settings);
 
 // The functions themselves, for one completion.
 // 1.0 when the text is <think>...</think>, whitespace, <answer>...</answer> and nothing after it, else 0.0.
