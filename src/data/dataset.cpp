@@ -135,7 +135,7 @@ json normalise_pairs(const json& row, const std::string& where) {
             (input ? text_of(*input, where, "input") : "");
     response = find_column(row, {"output", "response", "answer"});
   } else {
-    if (const json* q = find_column(row, {"query", "prompt", "input", "instruction", "question"}))
+    if (const json* q = find_column(row, {"query", "prompt", "input", "instruction", "question", "problem"}))
       query = text_of(*q, where, "query");
     response = find_column(row, {"response", "answer", "output", "targets", "target", "answer_key", "solution", "text",
                                  "completion", "content"});
@@ -398,8 +398,9 @@ json normalise_row(const json& row, const std::string& where) {
     out.erase(key);
   } else {
     messages = normalise_pairs(row, where);
-    for (const char* k : {"query", "prompt", "input", "instruction", "question", "response", "answer", "output",
-                          "targets", "target", "answer_key", "solution", "text", "completion", "content", "history"})
+    // "solution" stays a column too, as ms-swift keeps it: GRPO's accuracy reward reads it.
+    for (const char* k : {"query", "prompt", "input", "instruction", "question", "problem", "response", "answer", "output",
+                          "targets", "target", "answer_key", "text", "completion", "content", "history"})
       out.erase(k);
   }
   for (const char* k : {"system", "system_prompt"}) out.erase(k);

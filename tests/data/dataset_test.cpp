@@ -110,3 +110,15 @@ TEST(Dataset, TextFilesFoldersAndColumnRemap) {
   std::filesystem::create_directories(tmp / "empty");
   EXPECT_THROW(data::load_datasets({(tmp / "empty").string()}, 0), DataError);
 }
+
+// problem/solution rows (AI-MO/NuminaMath-TIR's): the problem is the query, the solution the reply and, as ms-swift
+// keeps it, still a column (GRPO's accuracy reward reads it).
+TEST(Dataset, ProblemAndSolutionRowsKeepTheSolution) {
+  const auto row = data::normalise_row({{"problem", "1+1?"}, {"solution", "\\boxed{2}"}}, "row 1");
+  ASSERT_EQ(row["messages"].size(), 2u);
+  EXPECT_EQ(row["messages"][0]["role"], "user");
+  EXPECT_EQ(row["messages"][0]["content"], "1+1?");
+  EXPECT_EQ(row["messages"][1]["content"], "\\boxed{2}");
+  EXPECT_EQ(row["solution"], "\\boxed{2}");
+  EXPECT_FALSE(row.contains("problem"));
+}
