@@ -77,7 +77,7 @@ class GrpoObjective : public train::TrainingObjective {
     GrpoLossResult out = grpo_loss(in, o_.loss);
     // The logged loss: per micro-batch, or the token sum over the units (dapo, cispo) as the trainer divides it.
     const double units = this->units(batch);
-    std::vector<at::Tensor> rows{at::stack({out.loss.detach().to(at::kDouble) * (o_.loss.window_normalised() ? 1.0 : units),
+    std::vector<at::Tensor> rows{at::stack({out.loss.detach().to(at::kDouble),
                                             at::scalar_tensor(units, at::kDouble).to(device)})};
     for (const auto& [name, value] : out.metrics) rows.push_back(at::stack({value.to(device), at::ones({}, value.options()).to(device)}));
     // The figures of the generation batch its rows came from, with every micro-batch trained on it (the same on
@@ -90,7 +90,7 @@ class GrpoObjective : public train::TrainingObjective {
       const bool measured = !std::isnan(v);
       rows.push_back(at::tensor({measured ? v : 0.0, measured ? 1.0 : 0.0}, at::TensorOptions().dtype(at::kDouble).device(device)));
     }
-    return {out.loss, at::stack(rows)};
+    return {out.loss, at::stack(rows), at::Tensor()};
   }
 
  private:

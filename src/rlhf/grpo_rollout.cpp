@@ -46,6 +46,12 @@ uint64_t generation_seed(uint64_t seed, int64_t round, int64_t row) {
   return z ^ (z >> 31);
 }
 
+// A CPU tensor's values, read in one copy (not an .item() per element).
+std::vector<double> host_values(const at::Tensor& t) {
+  const at::Tensor values = t.to(at::kCPU, at::kDouble).contiguous();
+  return {values.data_ptr<double>(), values.data_ptr<double>() + values.numel()};
+}
+
 class RolloutData : public data::TrainData {
  public:
   RolloutData(std::unique_ptr<data::TrainData> prompts, RolloutSetup setup) : prompts_(std::move(prompts)), s_(std::move(setup)) {
@@ -212,6 +218,7 @@ class RolloutData : public data::TrainData {
 
     // The buffer: prompt + completion, labels on the completion (its stop token included).
     const double tokens = lengths.sum().item<double>();
+    const std::vector<double> advantages = host_values(batch.advantages);
     buffer_.assign(static_cast<size_t>(local_), data::Example{});
     for (int64_t j = 0; j < local_; ++j) {
       data::Example& e = buffer_[static_cast<size_t>(j)];
@@ -221,15 +228,15 @@ class RolloutData : public data::TrainData {
       e.input_ids.insert(e.input_ids.end(), completion.begin(), completion.end());
       e.labels.assign(prompt.size(), -100);
       e.labels.insert(e.labels.end(), completion.begin(), completion.end());
-      e.advantage = batch.advantages[first + j].item<double>();
-      e.truncated = truncated[first + j].item<double>() > 0;
+      e.advantage = advantages[static_cast<size_t>(first + j)];
+      e.truncated = gathered[static_cast<size_t>(N * (F + 1) + first + j)] > 0;
       e.rollout_round = round_;
       // dapo/cispo divide a step's token sums by the whole generation batch's completion tokens (ms-swift's
       // num_items_in_batch): each row carries its share, so that a step's rows on every rank add up to them.
       e.loss_units = tokens / static_cast<double>(s_.accumulation * world_ * s_.per_device_batch);
     }
     if (keep_old_logps_) score_at_generation();
-    if (o.log_completions) log_completions(prompts, scored, rewards, batch);
+    if (o.log_completions) log_completions(prompts, scored, host_values(rewards), advantages);
     ++round_;
   }
 
@@ -307,8 +314,9 @@ class RolloutData : public data::TrainData {
   // completions.jsonl (--log_completions): one line per generation batch, ms-swift's columns (each a list over the
   // batch's completions): step, prompt, completion, each reward under its function's name, advantages, and the
   // rows' solution when every row has one. Every rank's share goes to rank 0.
+  // rewards: [N x F] row-major; advantages: [N].
   void log_completions(const std::vector<data::Example>& prompts, const std::vector<ScoredCompletion>& scored,
-                       const at::Tensor& rewards, const GroupAdvantages& batch) {
+                       const std::vector<double>& rewards, const std::vector<double>& advantages) {
     nlohmann::json mine = nlohmann::json::array();
     for (int64_t j = 0; j < local_; ++j) {
       const auto& prompt = prompts[static_cast<size_t>((rank_ * local_ + j) / s_.options.num_generations)];
@@ -340,14 +348,12 @@ class RolloutData : public data::TrainData {
     line["completion"] = texts;
     for (size_t f = 0; f < rewards_.size(); ++f) {
       nlohmann::json column = nlohmann::json::array();
-      for (int64_t i = 0; i < N; ++i) {
-        const float v = rewards[i][static_cast<int64_t>(f)].item<float>();
+      for (size_t i = 0; i < static_cast<size_t>(N); ++i) {
+        const auto v = static_cast<float>(rewards[i * rewards_.size() + f]);  // the float the advantages came from
         column.push_back(std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v));
       }
       line[rewards_[f]->name()] = column;
     }
-    std::vector<double> advantages(static_cast<size_t>(N));
-    for (int64_t i = 0; i < N; ++i) advantages[static_cast<size_t>(i)] = batch.advantages[i].item<double>();
     line["advantages"] = advantages;
     if (every_solution) line["solution"] = solutions;
     if (!completions_log_) completions_log_.emplace(*s_.run_dir / "completions.jsonl");
