@@ -55,7 +55,8 @@ RowFate truncate(std::vector<int64_t>& ids, std::vector<int64_t>& labels, int64_
 }
 
 // GRPO's prompt: the conversation without the reply the dataset may hold (its last assistant turns), opened for the
-// model's reply, with no label; the row's other columns kept for the reward functions. Truncated like a conversation.
+// model's reply, with no label; the row's other columns kept for the reward functions, "messages" the prompt's
+// conversation. Truncated like a conversation.
 RowFate encode_prompt_row(const nlohmann::json& row, const templates::Template& chat, const templates::Tools& tools,
                           int64_t max_length, Truncation truncation, Example& example, const std::string& where) {
   nlohmann::json messages = row.at("messages");
@@ -69,7 +70,7 @@ RowFate encode_prompt_row(const nlohmann::json& row, const templates::Template& 
   const RowFate fate = truncate(e.input_ids, e.labels, max_length, truncation);
   if (fate == RowFate::kTooLong) return fate;
   auto columns = std::make_shared<nlohmann::json>(row);
-  columns->erase("messages");
+  (*columns)["messages"] = messages;  // the prompt's conversation (a reward model scores it with the completion)
   e.columns = std::move(columns);
   example = std::move(e);
   return fate;

@@ -14,6 +14,7 @@
 
 #include "swift/core/error.h"
 #include "swift/core/logging.h"
+#include "swift/rlhf/external_scorer.h"
 #include "swift/rlhf/reward_functions.h"
 
 extern char** environ;
@@ -21,11 +22,6 @@ extern char** environ;
 namespace swift::rlhf {
 
 namespace {
-
-// Why a batch got no rewards from the command: said in a warning, the batch's rewards missing.
-struct ScorerFailure : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // The command's name for the metrics (rewards/<name>/mean): its program's file name without the extension (the
 // script's, after an interpreter); External for a shell loop.
@@ -50,34 +46,19 @@ class ExternalCommand : public RewardFunction {
   std::string name() const override { return name_; }
 
   std::vector<std::optional<double>> score(const std::vector<ScoredCompletion>& batch) const override {
-    std::string input;
-    for (const auto& c : batch) {
-      nlohmann::json line = c.row ? *c.row : nlohmann::json::object();
-      line["completion"] = c.text;
-      line["completion_tokens"] = c.tokens;
-      input += line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    }
+    const std::string input = scorer_input(batch);
     try {
       if (pid_ < 0) start();
       const std::vector<std::optional<double>> rewards = exchange(input, batch.size());
-      failed_in_a_row_ = 0;
+      failures_.succeeded();
       return rewards;
     } catch (const ScorerFailure& e) {
       stop();
-      ++failed_in_a_row_;
-      SWIFT_CHECK(failed_in_a_row_ < kFailuresBeforeStopping, DataError,
-                  "the reward command `" + command_ + "` failed " + std::to_string(failed_in_a_row_) +
-                      " generation batches in a row; the last time: " + e.what(),
-                  "run it by hand on a line of JSON (docs/grpo.md, External reward functions); the last checkpoint holds "
-                  "the run so far");
-      log_warn("reward command `", command_, "`: ", e.what(), "; this generation batch has no ", name_,
-               " rewards (counted 0), and the command is started again for the next");
-      return std::vector<std::optional<double>>(batch.size());
+      return failures_.failed(e, batch.size(), ", and the command is started again for the next");
     }
   }
 
  private:
-  static constexpr int kFailuresBeforeStopping = 3;
 
   void start() const {
     signal(SIGPIPE, SIG_IGN);  // a command that exits early must not kill the run through its closed pipe
@@ -147,18 +128,7 @@ class ExternalCommand : public RewardFunction {
         }
       }
     }
-    std::vector<std::optional<double>> rewards;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      const nlohmann::json value = nlohmann::json::parse(lines[i], nullptr, /*allow_exceptions=*/false);
-      if (value.is_null() && lines[i].find("null") != std::string::npos) {
-        rewards.emplace_back(std::nullopt);
-      } else if (value.is_number()) {
-        rewards.emplace_back(value.get<double>());
-      } else {
-        throw ScorerFailure("answer line " + std::to_string(i + 1) + " is not a number or null: '" + lines[i].substr(0, 80) + "'");
-      }
-    }
-    return rewards;
+    return parse_scorer_answer(lines, n);
   }
 
   std::string command_, name_;
@@ -166,7 +136,8 @@ class ExternalCommand : public RewardFunction {
   mutable pid_t pid_ = -1;
   mutable int to_child_ = -1, from_child_ = -1;
   mutable std::string pending_;
-  mutable int failed_in_a_row_ = 0;
+  mutable ScorerFailures failures_{"the reward command `" + command_ + "`", name_,
+                                   "run it by hand on a line of JSON (docs/grpo.md, External reward functions)"};
 };
 
 }  // namespace

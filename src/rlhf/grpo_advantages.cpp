@@ -39,7 +39,8 @@ at::Tensor per_row(const at::Tensor& group_values, int64_t K) { return group_val
 }  // namespace
 
 GroupAdvantages group_advantages(const at::Tensor& rewards_per_func, const std::vector<double>& weights,
-                                 int64_t num_generations, AdvantageEstimator estimator, RewardScaling scaling) {
+                                 int64_t num_generations, AdvantageEstimator estimator, RewardScaling scaling,
+                                 const at::Tensor& kl_penalty) {
   const int64_t K = num_generations, N = rewards_per_func.size(0);
   TORCH_CHECK(K > 0 && N % K == 0, "group_advantages: ", N, " rows are not groups of ", K);
   TORCH_CHECK(static_cast<int64_t>(weights.size()) == rewards_per_func.size(1), "group_advantages: one weight per function");
@@ -47,6 +48,10 @@ GroupAdvantages group_advantages(const at::Tensor& rewards_per_func, const std::
   const at::Tensor w = at::tensor(std::vector<float>(weights.begin(), weights.end()), R.options());
   GroupAdvantages out;
   out.rewards = at::nansum(R * w.unsqueeze(0), 1);
+  if (kl_penalty.defined()) {
+    TORCH_CHECK(scaling != RewardScaling::kGdpo, "group_advantages: gdpo scaling takes no KL penalty");
+    out.rewards = out.rewards - kl_penalty.to(out.rewards.options());
+  }
   const at::Tensor grouped = out.rewards.view({-1, K});
   const at::Tensor group_mean = per_row(grouped.mean(1), K);
   const double k = static_cast<double>(K);

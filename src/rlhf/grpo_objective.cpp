@@ -20,7 +20,7 @@ class GrpoObjective : public train::TrainingObjective {
   GrpoObjective(const GrpoOptions& options, model::CausalLM reference, std::shared_ptr<const RolloutFigures> figures,
                 const std::vector<std::string>& reward_names)
       : o_(options), reference_(std::move(reference)), figures_(std::move(figures)),
-        figure_names_(rollout_figure_names(reward_names)) {}
+        figure_names_(rollout_figure_names(reward_names, options.kl_in_reward)) {}
 
   data::Batch collate(const std::vector<const data::Example*>& items, int64_t pad_id) const override {
     return data::collate_rollouts(items, pad_id);

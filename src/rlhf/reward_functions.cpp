@@ -413,6 +413,7 @@ std::unique_ptr<RewardFunction> builtin_reward(const std::string& name, const Re
 std::unique_ptr<RewardFunction> reward_function(const std::string& name, const RewardSettings& settings) {
   static const std::string external = "external:";
   if (name.rfind(external, 0) == 0) return external_reward(name.substr(external.size()), settings.reward_timeout);
+  if (name.rfind("http://", 0) == 0 || name.rfind("https://", 0) == 0) return http_reward(name, settings.reward_timeout);
   return builtin_reward(name, settings);
 }
 

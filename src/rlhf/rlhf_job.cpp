@@ -12,6 +12,7 @@
 #include "swift/model/context_parallel.h"
 #include "swift/quant/quantized_loading.h"
 #include "swift/io/hf_config.h"
+#include "swift/rlhf/gkd_objective.h"
 #include "swift/rlhf/grpo_objective.h"
 #include "swift/rlhf/preference_objectives.h"
 #include "swift/train/megatron_flags.h"
@@ -118,21 +119,28 @@ int row_shares(const train::ObjectiveContext& ctx) {
   return cp ? cp->comm->size() : 1;
 }
 
+// The stop tokens of generation: the template's end of turn, then generation_config's EOS tokens.
+std::vector<int64_t> generation_stop_ids(const train::RolloutContext& c) {
+  std::vector<int64_t> ids = c.chat.stop_token_ids();
+  for (const auto id : io::load_generation_config(c.options.model.dir).eos_token_ids)
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  return ids;
+}
+
 // GRPO: the loop trains on rollouts (grpo_rollout.h) that share their figures with the objective that logs them.
 train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
   train::TrainingHooks hooks;
   auto figures = std::make_shared<RolloutFigures>();
-  hooks.make_train_data = [&options, figures](std::unique_ptr<data::TrainData> prompts, const train::RolloutContext& c) {
+  auto kl_reference = std::make_shared<model::CausalLM>(nullptr);  // --kl_in_reward: the rollouts score with it
+  hooks.make_train_data = [&options, figures, kl_reference](std::unique_ptr<data::TrainData> prompts,
+                                                            const train::RolloutContext& c) {
     RolloutSetup setup;
     setup.options = options.grpo;
     setup.policy = c.policy;
     setup.chat = &c.chat;
     setup.tokenizer = &c.tokenizer;
     setup.parallel = &c.parallel;
-    setup.stop_token_ids = c.chat.stop_token_ids();  // the template's end of turn, then generation_config's eos
-    for (const auto id : io::load_generation_config(c.options.model.dir).eos_token_ids)
-      if (std::find(setup.stop_token_ids.begin(), setup.stop_token_ids.end(), id) == setup.stop_token_ids.end())
-        setup.stop_token_ids.push_back(id);
+    setup.stop_token_ids = generation_stop_ids(c);
     setup.per_device_batch = c.options.loop.per_device_train_batch_size;
     setup.accumulation = std::max<int64_t>(c.options.loop.gradient_accumulation_steps, 1);
     setup.seed = c.options.seed;
@@ -140,9 +148,12 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
     setup.save_steps = c.options.loop.save_steps;
     setup.figures = figures;
     setup.run_dir = c.run_dir;
+    if (options.grpo.kl_in_reward) setup.reference = kl_reference;
+    setup.reward_model_load.device = c.policy->device();  // --reward_model: beside the policy, in its --torch_dtype
+    setup.reward_model_load.dtype = c.options.model.torch_dtype;
     return rollout_data(std::move(prompts), std::move(setup));
   };
-  hooks.make_objective = [&options, figures](const train::ObjectiveContext& ctx) {
+  hooks.make_objective = [&options, figures, kl_reference](const train::ObjectiveContext& ctx) {
     refuse_router_aux_loss(ctx);
     turn_dropout_off(ctx);
     SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
@@ -151,9 +162,60 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
                 "use --deepspeed zero2 or plain data parallelism");
     model::CausalLM reference = options.grpo.loss.beta != 0 ? reference_model(ctx, options) : model::CausalLM{nullptr};
     if (options.grpo.loss.beta == 0) log_info("reference model: none (--beta 0)");
-    std::vector<std::string> names;
-    for (const auto& f : options.grpo.reward_funcs) names.push_back(reward_function(f, options.grpo.rewards)->name());
-    return grpo_objective(options.grpo, std::move(reference), figures, names);
+    const std::vector<std::string> names = reward_names(options.grpo);
+    if (!options.grpo.kl_in_reward) return grpo_objective(options.grpo, std::move(reference), figures, names);
+    // The KL comes out of the rewards at generation (the rollouts score the reference), not the loss.
+    log_info("grpo --kl_in_reward: beta x each completion's KL to the reference is taken out of its reward; the loss has no KL term");
+    *kl_reference = std::move(reference);
+    GrpoOptions in_loss = options.grpo;
+    in_loss.loss.beta = 0;
+    return grpo_objective(in_loss, *kl_reference, figures, names);  // the reference counted in its memory, not scored
+  };
+  return hooks;
+}
+
+// GKD's teacher: the base with the LoRA adapter off when --teacher_model is --model (ms-swift's disable_adapter),
+// else the folder loaded frozen, as a reference model is.
+model::CausalLM teacher_model(const train::ObjectiveContext& ctx, const GkdOptions& options) {
+  const train::TrainingOptions& t = ctx.options;
+  const bool same = std::filesystem::weakly_canonical(options.teacher_model) == std::filesystem::weakly_canonical(t.model.dir);
+  if (same && t.tuner.adapter() && t.tuner.lora.modules_to_save.empty()) {
+    log_info("teacher model: the base model (the LoRA adapter switched off; --teacher_model is --model)");
+    return model::CausalLM{nullptr};
+  }
+  SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
+              "ZeRO-3 shards the student; a separate teacher model (" + options.teacher_model.string() + ") is not supported with it",
+              "use --deepspeed zero2");
+  model::LoadOptions load = ctx.load;
+  load.dtype = t.model.torch_dtype;  // frozen: no fp32 masters (auto: the checkpoint's dtype)
+  log_info("teacher model: ", options.teacher_model.string(), " (frozen)");
+  auto teacher = with_context("loading the teacher model " + options.teacher_model.string(),
+                              [&] { return quant::load_model(options.teacher_model, load, std::nullopt); });
+  teacher->eval();
+  for (auto& p : teacher->parameters()) p.set_requires_grad(false);
+  return teacher;
+}
+
+// GKD: the loop trains on the dataset's replies or the student's own (gkd_rollout.h), against the teacher.
+train::TrainingHooks gkd_hooks(const RlhfOptions& options) {
+  train::TrainingHooks hooks;
+  auto sources = std::make_shared<GkdSources>();
+  hooks.make_train_data = [&options, sources](std::unique_ptr<data::TrainData> rows, const train::RolloutContext& c) {
+    GkdSetup setup;
+    setup.options = options.gkd;
+    setup.policy = c.policy;
+    setup.parallel = &c.parallel;
+    setup.stop_token_ids = generation_stop_ids(c);
+    setup.accumulation = std::max<int64_t>(c.options.loop.gradient_accumulation_steps, 1);
+    setup.seed = c.options.seed;
+    setup.autocast = c.options.model.autocast;
+    setup.sources = sources;
+    return gkd_data(std::move(rows), std::move(setup));
+  };
+  hooks.make_objective = [&options, sources](const train::ObjectiveContext& ctx) {
+    refuse_router_aux_loss(ctx);
+    turn_dropout_off(ctx);
+    return gkd_objective(options.gkd, teacher_model(ctx, options.gkd), sources);
   };
   return hooks;
 }
@@ -162,6 +224,7 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
 
 train::TrainingHooks rlhf_hooks(const RlhfOptions& options) {
   if (options.online()) return grpo_hooks(options);
+  if (options.distillation()) return gkd_hooks(options);
   train::TrainingHooks hooks;
   if (options.reward_model()) {
     hooks.make_objective = [&options](const train::ObjectiveContext& ctx) {

@@ -1,6 +1,8 @@
 // swift rlhf's flags into RlhfOptions (see rlhf_options.h).
 #include "swift/rlhf/rlhf_options.h"
 
+#include <algorithm>
+
 #include "swift/core/logging.h"
 #include "swift/hub/hub_flags.h"
 #include "swift/hub/hub_resolver.h"
@@ -22,7 +24,7 @@ PreferenceConfig preference_config(const cli::Flags& flags) {
   } else if (type == "kto") {
     c.method = PreferenceMethod::kKto;
   } else {
-    throw UsageError("--rlhf_type " + type + " is not known", "use dpo, cpo, simpo, orpo, kto, rm or grpo");
+    throw UsageError("--rlhf_type " + type + " is not known", "use dpo, cpo, simpo, orpo, kto, rm, grpo or gkd");
   }
   c.loss_type = flags.str("loss_type");
   if (c.loss_type.empty()) c.loss_type = type == "simpo" ? "simpo" : type == "kto" ? "kto" : "sigmoid";
@@ -56,8 +58,26 @@ GrpoOptions grpo_options(const cli::Flags& flags, cli::Problems& problems) {
   g.repetition_penalty = flags.number("repetition_penalty");
   problems.in_range("repetition_penalty", g.repetition_penalty, 1e-9, 100, "1 is off");
   g.reward_funcs = flags.list("reward_funcs");
-  problems.check(!g.reward_funcs.empty(), "--rlhf_type grpo needs --reward_funcs",
-                 "name the rewards, e.g. --reward_funcs accuracy format (docs/grpo.md)");
+  const std::vector<std::string> reward_models = flags.list("reward_model"), templates = flags.list("reward_template"),
+                                 adapters = flags.list("reward_adapters");
+  problems.check(!g.reward_funcs.empty() || !reward_models.empty(), "--rlhf_type grpo needs --reward_funcs or --reward_model",
+                 "name the rewards, e.g. --reward_funcs accuracy format, or a reward model (docs/grpo.md)");
+  problems.check(templates.empty() || templates.size() == reward_models.size(),
+                 "--reward_template gives " + std::to_string(templates.size()) + " templates for " +
+                     std::to_string(reward_models.size()) + " --reward_model",
+                 "give one per reward model, in their order (or none: each model's own)");
+  problems.check(adapters.empty() || reward_models.size() == 1, "--reward_adapters applies to a single --reward_model",
+                 "give one --reward_model (the adapters' base)");
+  for (size_t i = 0; i < reward_models.size(); ++i) {
+    RewardModelSpec spec;
+    spec.dir = problems.collect([&] { return hub::resolve_model(reward_models[i], hub::hub_options(flags), "--reward_model"); },
+                                std::string(reward_models[i]));
+    if (i < templates.size()) spec.template_name = templates[i];
+    spec.adapters.assign(adapters.begin(), adapters.end());
+    g.reward_models.push_back(std::move(spec));
+  }
+  if (flags.given("reward_model_type"))
+    log_info("--reward_model_type ignored: swift reads each reward model's type from its config.json");
   RewardSettings& r = g.rewards;
   r.cosine_min_len_value_wrong = flags.number("cosine_min_len_value_wrong");
   r.cosine_max_len_value_wrong = flags.number("cosine_max_len_value_wrong");
@@ -70,17 +90,29 @@ GrpoOptions grpo_options(const cli::Flags& flags, cli::Problems& problems) {
   if (flags.given("soft_cache_length")) r.soft_cache_length = flags.integer("soft_cache_length");
   r.reward_timeout = flags.number("reward_timeout");
   for (const auto& name : g.reward_funcs) problems.collect([&] { return reward_function(name, r) != nullptr; }, false);
+  try {  // two rewards under one name would share a metric and a completions.jsonl column
+    std::vector<std::string> names = reward_names(g);
+    std::sort(names.begin(), names.end());
+    const auto twice = std::adjacent_find(names.begin(), names.end());
+    problems.check(twice == names.end(), "two rewards would be logged as " + (twice == names.end() ? std::string() : *twice) +
+                                             " (--reward_funcs names, --reward_model folder names)",
+                   "give each reward model a folder of its own name (ms-swift names them by folder, too)");
+  } catch (const UserError&) {
+    // a bad --reward_funcs name: reported above
+  }
   for (const auto& w : flags.list("reward_weights")) {
     char* end = nullptr;
     const double v = std::strtod(w.c_str(), &end);
     problems.check(end && *end == '\0' && !w.empty(), "--reward_weights " + w + " is not a number", "e.g. --reward_weights 1.0 0.5");
     g.reward_weights.push_back(v);
   }
-  if (g.reward_weights.empty()) g.reward_weights.assign(g.reward_funcs.size(), 1.0);
-  problems.check(g.reward_weights.size() == g.reward_funcs.size(),
+  const size_t rewards = g.reward_funcs.size() + g.reward_models.size();
+  if (g.reward_weights.empty()) g.reward_weights.assign(rewards, 1.0);
+  problems.check(g.reward_weights.size() == rewards,
                  "--reward_weights gives " + std::to_string(g.reward_weights.size()) + " weights for " +
-                     std::to_string(g.reward_funcs.size()) + " --reward_funcs",
-                 "give one weight per reward function, in their order");
+                     std::to_string(g.reward_funcs.size()) + " --reward_funcs and " + std::to_string(g.reward_models.size()) +
+                     " --reward_model",
+                 "give one weight per reward function, then one per reward model, in their order (as ms-swift)");
   GrpoLossConfig& l = g.loss;
   l.loss_type = problems.collect([&] { return parse_grpo_loss_type(flags.str("loss_type").empty() ? "grpo" : flags.str("loss_type")); },
                                  GrpoLossType::kGrpo);
@@ -110,22 +142,21 @@ GrpoOptions grpo_options(const cli::Flags& flags, cli::Problems& problems) {
       },
       RewardScaling::kGroup);
   // ms-swift subtracts beta x the KL from the rewards (instead of a KL term in the loss) for rloo and REINFORCE++.
-  const bool kl_in_reward = flags.given("kl_in_reward") ? flags.boolean("kl_in_reward")
-                                                        : g.advantage_estimator != AdvantageEstimator::kGrpo;
-  problems.check(!kl_in_reward || g.loss.beta == 0,
-                 "--kl_in_reward (the KL to the reference taken out of the rewards; ms-swift's default for --advantage_estimator "
-                 "rloo and reinforce_plus_plus) is not available yet",
-                 "pass --kl_in_reward false (the KL term stays in the loss, as grpo's) or --beta 0");
+  g.kl_in_reward = flags.given("kl_in_reward") ? flags.boolean("kl_in_reward") : g.advantage_estimator != AdvantageEstimator::kGrpo;
+  if (g.kl_in_reward && g.scale_rewards == RewardScaling::kGdpo) {
+    log_warn("--scale_rewards gdpo takes no KL in the rewards: --kl_in_reward is off (as ms-swift)");
+    g.kl_in_reward = false;
+  }
+  if (g.loss.beta == 0) g.kl_in_reward = false;  // nothing to take out
   g.num_iterations = flags.integer("num_iterations");
   problems.at_least("num_iterations", g.num_iterations, 1, "1 updates once on each generation batch");
   g.steps_per_generation = flags.given("steps_per_generation") ? flags.integer("steps_per_generation") : 0;
   problems.at_least("steps_per_generation", g.steps_per_generation, 0, "leave it unset: the gradient accumulation steps");
   g.overlong_filter = flags.boolean("overlong_filter");
   g.log_completions = flags.boolean("log_completions");
-  problems.check(!flags.boolean("dynamic_sample"), "--dynamic_sample (DAPO's resampling of groups with equal rewards) is not available yet",
-                 "drop it: those groups train nothing but cost no error");
-  problems.check(flags.str("reward_model").empty(), "--reward_model (a model scoring the completions) is not available yet in GRPO",
-                 "score with --reward_funcs");
+  g.dynamic_sample = flags.boolean("dynamic_sample");
+  g.max_resample_times = flags.integer("max_resample_times");
+  problems.at_least("max_resample_times", g.max_resample_times, 0, "e.g. 3, ms-swift's default");
   for (const char* vllm : {"use_vllm", "vllm_mode"})
     if (flags.given(vllm))
       log_info("--", vllm, " ignored: swift generates GRPO's rollouts with its own engine, in the training process, from the "
@@ -133,12 +164,59 @@ GrpoOptions grpo_options(const cli::Flags& flags, cli::Problems& problems) {
   return g;
 }
 
+// GKD's settings with ms-swift 4.6's defaults (lmbda 0.5, beta 0.5, temperature 0.9).
+GkdOptions gkd_options(const cli::Flags& flags, cli::Problems& problems) {
+  GkdOptions g;
+  g.lmbda = flags.number("lmbda");
+  problems.in_range("lmbda", g.lmbda, 0, 1, "the share of steps on the student's own completions: e.g. 0.5, ms-swift's default");
+  g.beta = flags.given("beta") ? flags.number("beta") : 0.5;
+  problems.in_range("beta", g.beta, 0, 1, "0: forward KL, 1: reverse KL, between: the generalised JSD (ms-swift's default 0.5)");
+  g.temperature = flags.number("temperature");
+  problems.in_range("temperature", g.temperature, 1e-5, 100, "e.g. 0.9, ms-swift's default");
+  g.sft_alpha = flags.number("sft_alpha");
+  problems.in_range("sft_alpha", g.sft_alpha, 0, 1e6, "0 trains on the divergence alone");
+  g.max_completion_length = flags.integer("max_completion_length");
+  problems.at_least("max_completion_length", g.max_completion_length, 1, "e.g. 512, ms-swift's default");
+  g.top_p = flags.number("top_p");
+  problems.in_range("top_p", g.top_p, 1e-9, 1, "1 keeps every token");
+  g.top_k = std::max<int64_t>(flags.integer("top_k"), 0);
+  g.min_p = flags.number("min_p");
+  g.repetition_penalty = flags.number("repetition_penalty");
+  g.steps_per_generation = flags.given("steps_per_generation") ? flags.integer("steps_per_generation") : 0;
+  problems.at_least("steps_per_generation", g.steps_per_generation, 0, "leave it unset: the gradient accumulation steps");
+  g.teacher_model = flags.str("teacher_model");
+  problems.check(!g.teacher_model.empty(), "--rlhf_type gkd needs --teacher_model (the model distilled from)",
+                 "give the teacher's folder or hub id; ms-swift's self-distillation without a teacher trains on a "
+                 "divergence of the model from itself");
+  problems.check(!flags.boolean("seq_kd"), "--seq_kd (the teacher's own replies) is not implemented, as in ms-swift 4.6",
+                 "drop it; generate the teacher's replies into the dataset with swift infer first");
+  problems.check(!flags.given("gkd_logits_topk"), "--gkd_logits_topk is not available yet: the teacher's full distribution is used",
+                 "drop it");
+  problems.check(flags.str("teacher_model_server").empty(), "--teacher_model_server is not available: the teacher runs in the training process",
+                 "give --teacher_model");
+  if (flags.boolean("log_completions"))
+    log_warn("--log_completions is not written for --rlhf_type gkd yet (grpo writes completions.jsonl)");
+  if (flags.boolean("offload_teacher_model"))
+    log_info("--offload_teacher_model ignored: the teacher stays on the training device");
+  for (const char* vllm : {"use_vllm", "vllm_mode"})
+    if (flags.given(vllm))
+      log_info("--", vllm, " ignored: swift generates the student's completions with its own engine, in the training process");
+  return g;
+}
+
 }  // namespace
+
+std::vector<std::string> reward_names(const GrpoOptions& options) {
+  std::vector<std::string> names;
+  for (const auto& f : options.reward_funcs) names.push_back(reward_function(f, options.rewards)->name());
+  for (const auto& m : options.reward_models) names.push_back(reward_model_name(m.dir));
+  return names;
+}
 
 std::vector<cli::FlagSpec> rlhf_flags() {
   using cli::FlagType;
   std::vector<cli::FlagSpec> flags = {
-      {"rlhf_type", FlagType::kString, "dpo", "dpo, cpo, simpo, orpo, kto, rm (a reward model) or grpo (online: the policy's own completions, scored by --reward_funcs)"},
+      {"rlhf_type", FlagType::kString, "dpo", "dpo, cpo, simpo, orpo, kto, rm (a reward model), grpo (online: the policy's own completions, scored by --reward_funcs) or gkd (distillation from --teacher_model, on the student's own completions too)"},
       {"ref_model", FlagType::kString, "", "dpo/kto: the frozen reference model folder (default: --model; LoRA: the base with the adapter switched off)"},
       {"beta", FlagType::kFloat, "", "how far the policy may move from the reference (default 0.1; simpo 2.0; grpo 0.04, the KL term's weight)"},
       {"loss_type", FlagType::kString, "", "dpo: sigmoid (default), hinge, ipo, robust, exo_pair, sppo_hard, nca_pair, aot, aot_unpaired, apo_zero, apo_down, discopop; cpo: sigmoid (default), hinge, ipo, simpo; kto: kto (default), apo_zero_unpaired; grpo: grpo (default), bnpo, dr_grpo, dapo, cispo, sapo"},
@@ -157,23 +235,26 @@ std::vector<cli::FlagSpec> rlhf_flags() {
       {"top_k", FlagType::kInt, "-1", "grpo: sample among the k likeliest tokens (-1 or 0: off)"},
       {"min_p", FlagType::kFloat, "0.0", "grpo: drop tokens below min_p x the likeliest one's probability (0: off)"},
       {"repetition_penalty", FlagType::kFloat, "1.0", "grpo: discourage tokens already in the prompt or completion (1: off)"},
-      {"reward_funcs", FlagType::kList, "", "grpo: the reward functions: accuracy, format, cosine, repetition, soft_overlong, or 'external:COMMAND' (a program scoring JSON lines: docs/grpo.md)"},
-      {"reward_timeout", FlagType::kFloat, "300", "grpo: seconds an external reward command has to answer a generation batch"},
+      {"reward_funcs", FlagType::kList, "", "grpo: the reward functions: accuracy, format, cosine, repetition, soft_overlong, 'external:COMMAND' (a program scoring JSON lines) or http(s)://HOST/PATH (an endpoint scoring them: docs/grpo.md)"},
+      {"reward_timeout", FlagType::kFloat, "300", "grpo: seconds an external reward command or endpoint has to answer a generation batch"},
       {"reward_weights", FlagType::kList, "", "grpo: one weight per reward function (default all 1)"},
-      {"reward_model", FlagType::kString, "", "grpo: a reward model scoring the completions (not available yet)"},
+      {"reward_model", FlagType::kList, "", "grpo: reward models scoring the completions (sequence-classification folders, e.g. from --rlhf_type rm; scored after --reward_funcs)"},
+      {"reward_adapters", FlagType::kList, "", "grpo: LoRA adapters applied to the one --reward_model (an rm adapter carries its score head)"},
+      {"reward_template", FlagType::kList, "", "grpo: each reward model's template (default: its args.json's, else its family's)"},
+      {"reward_model_type", FlagType::kList, "", "grpo: accepted for ms-swift command lines (the type comes from config.json)"},
       {"epsilon", FlagType::kFloat, "0.2", "grpo: the ratio is clipped below at 1 - epsilon"},
       {"epsilon_high", FlagType::kFloat, "", "grpo: the ratio is clipped above at 1 + epsilon_high (default --epsilon; DAPO's clip-higher: 0.28)"},
       {"delta", FlagType::kFloat, "", "grpo: cap the unclipped ratio at delta too (two-sided clipping; > 1 + epsilon_high)"},
       {"importance_sampling_level", FlagType::kString, "token", "grpo: token (GRPO), sequence (GSPO) or sequence_token (GSPO-token)"},
       {"advantage_estimator", FlagType::kString, "grpo", "grpo, rloo or reinforce_plus_plus"},
       {"scale_rewards", FlagType::kString, "", "grpo: divide the advantages by the group's (group), the batch's (batch) or no (none) standard deviation; gdpo: each reward normalised alone (default group; rloo none; reinforce_plus_plus batch)"},
-      {"kl_in_reward", FlagType::kBool, "", "grpo: take beta x the KL to the reference out of the rewards instead of adding it to the loss (not available yet; ms-swift's default for rloo and reinforce_plus_plus)"},
+      {"kl_in_reward", FlagType::kBool, "", "grpo: take beta x each completion's KL to the reference out of its reward instead of a KL term in the loss (default: true for rloo and reinforce_plus_plus, false for grpo, as ms-swift)"},
       {"num_iterations", FlagType::kInt, "1", "grpo: updates on each generation batch"},
       {"steps_per_generation", FlagType::kInt, "", "grpo: micro-batches per rank each generation batch holds (default --gradient_accumulation_steps)"},
       {"overlong_filter", FlagType::kBool, "false", "grpo: completions cut by --max_completion_length train nothing"},
       {"log_completions", FlagType::kBool, "false", "grpo: write prompts, completions, rewards and advantages to completions.jsonl in the run folder"},
-      {"dynamic_sample", FlagType::kBool, "false", "grpo: DAPO's resampling of groups whose rewards are all equal (not available yet)"},
-      {"max_resample_times", FlagType::kInt, "3", "grpo --dynamic_sample: accepted for ms-swift command lines"},
+      {"dynamic_sample", FlagType::kBool, "false", "grpo: DAPO's dynamic sampling: groups whose rewards are all equal (they train nothing) are replaced by groups of newly drawn prompts"},
+      {"max_resample_times", FlagType::kInt, "3", "grpo --dynamic_sample: extra generation batches at most, each generation batch; short of enough varied groups, the first batch trains as it is"},
       {"cosine_min_len_value_wrong", FlagType::kFloat, "-0.5", "grpo cosine reward: a wrong answer's reward at length 0"},
       {"cosine_max_len_value_wrong", FlagType::kFloat, "0.0", "grpo cosine reward: a wrong answer's reward at --cosine_max_len"},
       {"cosine_min_len_value_correct", FlagType::kFloat, "1.0", "grpo cosine reward: a correct answer's reward at length 0"},
@@ -184,6 +265,13 @@ std::vector<cli::FlagSpec> rlhf_flags() {
       {"soft_max_length", FlagType::kInt, "", "grpo soft_overlong reward: the length where it reaches -1 (default --max_completion_length)"},
       {"soft_cache_length", FlagType::kInt, "", "grpo soft_overlong reward: the band before --soft_max_length over which it falls"},
       {"use_vllm", FlagType::kBool, "false", "grpo: accepted for ms-swift command lines; swift generates with its own engine in the training process"},
+      {"teacher_model", FlagType::kString, "", "gkd: the teacher model folder (or hub id) the student is distilled from"},
+      {"lmbda", FlagType::kFloat, "0.5", "gkd: the share of generation batches trained on the student's own completions (else the dataset's replies)"},
+      {"sft_alpha", FlagType::kFloat, "0", "gkd: add sft_alpha x the cross-entropy on the dataset's replies"},
+      {"seq_kd", FlagType::kBool, "false", "gkd: the teacher's own replies (not implemented, as in ms-swift 4.6)"},
+      {"gkd_logits_topk", FlagType::kInt, "", "gkd: distil on the teacher's top-k tokens only (not available yet)"},
+      {"teacher_model_server", FlagType::kString, "", "gkd: a server giving the teacher's log-probabilities (not available)"},
+      {"offload_teacher_model", FlagType::kBool, "false", "gkd: accepted for ms-swift command lines (the teacher stays on the device)"},
       {"vllm_mode", FlagType::kString, "", "grpo: accepted for ms-swift command lines (ignored, as --use_vllm)"},
   };
   // As ms-swift: preference losses score the last reply only, and TRL turns dropout off.
@@ -214,6 +302,18 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                    "swift rlhf --rlhf_type grpo with --tp_size/--pp_size/--cp_size/--ep_size is not available yet "
                    "(the rollouts generate with the whole model on each rank)",
                    "use data parallelism: NPROC_PER_NODE=2, with --deepspeed zero2 for memory");
+  } else if (o.distillation()) {
+    o.gkd = gkd_options(flags, problems);
+    problems.check(data.val_datasets.empty() && data.split_dataset_ratio == 0,
+                   "evaluation in swift rlhf --rlhf_type gkd (--val_dataset, --split_dataset_ratio) is not available yet",
+                   "drop them; the training log holds the loss of every step");
+    problems.check(!o.training.parallel.splits_model(),
+                   "swift rlhf --rlhf_type gkd with --tp_size/--pp_size/--cp_size/--ep_size is not available yet (the student "
+                   "generates with the whole model on each rank)",
+                   "use data parallelism: NPROC_PER_NODE=2, with --deepspeed zero2 for memory");
+    problems.check(!data.streaming && !data.lazy_tokenize, "--rlhf_type gkd encodes its rows up front: --streaming and "
+                   "--lazy_tokenize do not apply", "drop them");
+    problems.check(o.ref_model.empty(), "--rlhf_type gkd distils from --teacher_model: --ref_model is not used", "drop --ref_model");
   } else if (o.reward_model()) {
     problems.check(o.ref_model.empty(), "--rlhf_type rm trains a reward model: --ref_model is not used", "drop --ref_model");
   } else {
@@ -247,10 +347,15 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
                  "split the model with --tp_size or --pp_size, or use data parallelism (--deepspeed zero3)");
   problems.raise();
   o.ref_model = hub::resolve_model(o.ref_model.string(), hub::hub_options(flags), "--ref_model");  // org/name: a hub id
+  if (o.distillation())
+    o.gkd.teacher_model = hub::resolve_model(o.gkd.teacher_model.string(), hub::hub_options(flags), "--teacher_model");
   // Pairs (labelled replies for kto; prompts for grpo), scored on the last reply unless said otherwise (orpo: every
   // reply).
   using RowKind = templates::TemplateOptions::RowKind;
-  data.row_kind = o.rlhf_type == "kto" ? RowKind::kLabelledReply : o.online() ? RowKind::kPrompt : RowKind::kPreferencePair;
+  data.row_kind = o.rlhf_type == "kto"     ? RowKind::kLabelledReply
+                  : o.online()            ? RowKind::kPrompt
+                  : o.distillation()      ? RowKind::kConversation
+                                          : RowKind::kPreferencePair;
   if (o.online()) {  // as ms-swift for GRPO: one micro-batch per step, long prompts cut on the left
     if (!flags.given("gradient_accumulation_steps") && !flags.given("global_batch_size")) o.training.loop.gradient_accumulation_steps = 1;
     if (!flags.given("truncation_strategy")) {
@@ -259,7 +364,7 @@ RlhfOptions rlhf_options(const cli::Flags& flags) {
     }
   }
   if (data.loss_scale.empty()) data.loss_scale = o.rlhf_type == "orpo" ? "default" : "last_round";
-  if (!o.reward_model() && !o.online()) {
+  if (!o.reward_model() && !o.online() && !o.distillation()) {
     if (o.preference.method == PreferenceMethod::kDpo && o.preference.loss_type == "hinge" && o.preference.label_smoothing > 0)
       log_warn("--label_smoothing has no effect with --loss_type hinge (as ms-swift)");
     if (o.rlhf_type == "simpo" && o.preference.cpo_alpha > 0)

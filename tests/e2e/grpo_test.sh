@@ -11,8 +11,13 @@
 #    losses and weights; the advantages are the whole group's;
 #  - --num_iterations 2 under bf16: the first update's ratio is 1, the second's not; a checkpoint inside a generation
 #    batch is refused at resume; dapo with accumulation, the overlong filter and --beta 0 runs;
-#  - an external reward command (scripts/rewards/check_answer.py) scores as the accuracy reward does on these answers;
-#    one that never answers is warned about and stops the run on its third batch;
+#  - an external reward command (scripts/rewards/check_answer.py), and the same check over HTTP
+#    (scripts/rewards/answer_server.py), score as the accuracy reward does on these answers; one that never answers
+#    (or an endpoint that is down) is warned about and stops the run on its third batch;
+#  - --dynamic_sample replaces equal-reward groups (1 rank = 2 ranks, resume exact); --kl_in_reward takes beta x the KL
+#    out of the rewards (LoRA and full);
+#  - sft -> rm -> grpo: a trained reward model (--reward_model) raises the reward, its scores transformers'; a LoRA
+#    reward model through --reward_adapters;
 #  - bad flags and rows are clear errors (exit 2 and 3), --use_vllm is answered.
 set -uo pipefail
 SWIFT="$1"
@@ -173,7 +178,135 @@ run external_silent 3 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 5 --outpu
 has external_silent_warns "no answer within --reward_timeout 1 s (0 of 16 lines); this generation batch has no cat rewards" err
 has external_silent_stops "failed 3 generation batches in a row" err
 
-# 7. Errors and ms-swift's flags.
+# 6b. The same checker behind an HTTP endpoint (scripts/rewards/answer_server.py): the same rewards, named by the
+#     path; an endpoint that answers errors is warned about per batch and stops the run on the third.
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PY" "$ROOT/scripts/rewards/answer_server.py" --port "$PORT" & SERVER=$!
+for _ in $(seq 50); do "$PY" -c "import socket; socket.create_connection(('127.0.0.1', $PORT))" 2>/dev/null && break; sleep 0.1; done
+run http 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 2 --log_completions true --output_dir "$TMP/http" \
+  --reward_funcs accuracy "http://127.0.0.1:$PORT/check_answer"
+"$PY" - "$TMP/http" <<'P' && ok || bad "http: the endpoint's rewards are not the accuracy reward's"
+import json, sys
+lines = [json.loads(l) for l in open(f"{sys.argv[1]}/completions.jsonl")]
+assert len(lines) == 2 and all(l["check_answer"] == l["MathAccuracy"] for l in lines), lines
+P
+kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null
+run http_down 3 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 5 --output_dir "$TMP/http_down" \
+  --reward_funcs "http://127.0.0.1:$PORT/check_answer" --reward_timeout 5
+has http_down_warns "this generation batch has no check_answer rewards (counted 0)" err
+has http_down_stops "the reward endpoint http://127.0.0.1:$PORT/check_answer failed 3 generation batches in a row" err
+
+# 7. DAPO's dynamic sampling: a group whose 8 answers all miss 7 (or all hit it) trains nothing, so it is replaced by
+#    a group of a newly drawn prompt. Every logged batch then has no equal-reward group; 2 ranks (a group spans
+#    both) keep the same groups and completions as 1 rank; a resume continues exactly (the resampling stream
+#    included); with no varied group to be found, the batch trains as generated, with a warning.
+dyn=("${grpo[@]}" --model "$SFT" --train_type full --learning_rate 1e-3 --dynamic_sample true --log_completions true
+     --max_steps 4 --save_steps 2)
+run dynamic 0 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 8 --output_dir "$TMP/dynamic"
+has dynamic_resamples "grpo --dynamic_sample: generation batch 1 filled with 1 resampling" err
+run dynamic_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/dynamic_ranks"
+run dynamic_resume 0 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 8 --output_dir "$TMP/dynamic_resumed" \
+  --resume_from_checkpoint "$TMP/dynamic/checkpoint-2"
+"$PY" - "$TMP/dynamic" "$TMP/dynamic_ranks" "$TMP/dynamic_resumed" <<'P' && ok || bad "dynamic: an equal-reward group trained, or ranks/resume differ"
+import json, sys
+rows = lambda d: [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+lines = lambda d: [json.loads(l) for l in open(f"{d}/completions.jsonl")]
+one, two, resumed = rows(sys.argv[1]), rows(sys.argv[2]), rows(sys.argv[3])
+assert len(one) == 4 and all(r["frac_reward_zero_std"] == 0 for r in one), [r["frac_reward_zero_std"] for r in one]
+for line in lines(sys.argv[1]):
+    assert len(set(line["MathAccuracy"])) == 2, line["MathAccuracy"]
+assert [l["completion"] for l in lines(sys.argv[1])] == [l["completion"] for l in lines(sys.argv[2])]
+assert [l["completion"] for l in lines(sys.argv[1])][2:] == [l["completion"] for l in lines(sys.argv[3])]
+saved = json.load(open(f"{sys.argv[1]}/checkpoint-2/trainer_state.json"))["data_state"]
+assert saved["resample"]["position"] > 0 or saved["resample"]["epoch"] > 0, saved  # the resume restores a used stream
+for a, b in list(zip(one, two)) + list(zip(one[2:], resumed)):
+    for key in ("loss", "reward", "kl", "grad_norm"):
+        assert abs(a[key] - b[key]) <= 1e-5 * (1 + abs(a[key])), (key, a[key], b[key])
+print("dynamic sampling: no equal-reward group; 2 ranks and the resume as 1 rank")
+P
+run dynamic_gives_up 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --reward_funcs format --dynamic_sample true \
+  --max_resample_times 1 --per_device_train_batch_size 8 --max_steps 1 --output_dir "$TMP/dynamic_gives_up"
+has dynamic_gives_up_warns "0 of the 1 groups have differing rewards after 1 resampling" err
+
+# 8. --kl_in_reward (ms-swift's default for rloo and REINFORCE++): beta x each completion's KL to the reference comes
+#    out of its reward. The logged reward is the accuracy's mean less 0.04 x the logged KL; the loss has no KL term.
+#    LoRA's reference is the base (its first batch's KL is 0: the adapter starts as the identity), full's a copy.
+run kl_lora 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --advantage_estimator rloo --learning_rate 1e-2 --max_steps 4 \
+  --output_dir "$TMP/kl_lora"
+has kl_lora_says "grpo --kl_in_reward: beta x each completion's KL" err
+run kl_full 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --train_type full --advantage_estimator reinforce_plus_plus \
+  --learning_rate 2e-3 --max_steps 2 --per_device_train_batch_size 8 --output_dir "$TMP/kl_full"
+"$PY" - "$TMP/kl_lora" "$TMP/kl_full" <<'P' && ok || bad "kl_in_reward: the reward is not the accuracy less beta x the KL"
+import json, sys
+for d in sys.argv[1:]:
+    rows = [json.loads(l) for l in open(f"{d}/logging.jsonl") if '"loss"' in l]
+    for r in rows:
+        want = r["rewards/MathAccuracy/mean"] - 0.04 * r["kl"]
+        assert abs(r["reward"] - want) < 1e-5, (d, r["reward"], want)
+    assert rows[-1]["kl"] != 0, [r["kl"] for r in rows]  # a log-ratio sum: either sign
+lora = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert lora[0]["kl"] == 0, [r["kl"] for r in lora]
+P
+
+# 9. The three stages, sft -> rm -> grpo: a reward model trained (swift rlhf --rlhf_type rm) to prefer the answer 7
+#    scores the completions (--reward_model, no reward function); the mean reward rises clearly, and each logged
+#    reward is transformers' score of the conversation as ms-swift's template writes it (Qwen3's chat template with
+#    the completion as the reply). A LoRA reward model (its adapter carries the score head) scores through
+#    --reward_adapters; a causal LM given as --reward_model is refused.
+"$PY" - "$TMP" <<'P'
+import json, random, sys
+r = random.Random(1)
+with open(f"{sys.argv[1]}/pref.jsonl", "w") as f:
+    for i in range(200):
+        q = f"Pick a number, round {i}."
+        bad = r.choice([d for d in range(1, 10) if d != 7])
+        f.write(json.dumps({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": "<answer>7</answer>"}],
+                            "rejected_response": f"<answer>{bad}</answer>"}) + "\n")
+P
+rm=(rlhf --rlhf_type rm --model "$SFT" --dataset "$TMP/pref.jsonl" --max_steps 60 --learning_rate 1e-3
+    --per_device_train_batch_size 8 --logging_steps 20 --save_steps 60 --add_version false)
+run rm 0 "$SWIFT" "${rm[@]}" --train_type full --output_dir "$TMP/rm"
+run grpo_rm 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --train_type full --learning_rate 2e-3 --max_steps 30 \
+  --reward_funcs --reward_model "$TMP/rm/checkpoint-60" --log_completions true --output_dir "$TMP/grpo_rm"
+has grpo_rm_names "reward model $TMP/rm/checkpoint-60: rewards logged as checkpoint-60" err
+"$PY" - "$TMP/grpo_rm" "$TMP/rm/checkpoint-60" <<'P' && ok || bad "grpo_rm: the reward did not rise, or is not the reward model's score"
+import json, sys, warnings
+warnings.filterwarnings("ignore")
+import torch, transformers
+transformers.logging.set_verbosity_error()
+transformers.utils.logging.disable_progress_bar()
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+first, last = (sum(r["reward"] for r in part) / 8 for part in (rows[:8], rows[-8:]))
+assert last >= first + 1.5 and all("rewards/checkpoint-60/mean" in r for r in rows), (first, last)
+tok = transformers.AutoTokenizer.from_pretrained(sys.argv[2])
+model = transformers.AutoModelForSequenceClassification.from_pretrained(sys.argv[2], dtype=torch.float32).eval()
+worst = 0
+for line in map(json.loads, open(f"{sys.argv[1]}/completions.jsonl")):
+    for prompt, completion, got in list(zip(line["prompt"], line["completion"], line["checkpoint-60"]))[::5]:
+        question = prompt.split("<|im_start|>user\n")[1].split("<|im_end|>")[0]
+        text = tok.apply_chat_template([{"role": "user", "content": question}, {"role": "assistant", "content": completion}],
+                                       tokenize=False)
+        with torch.no_grad():
+            want = model(**tok(text, return_tensors="pt", add_special_tokens=False)).logits[0, 0].item()
+        worst = max(worst, abs(want - got))
+assert worst < 1e-4, worst
+print(f"reward model: mean reward {first:.2f} over the first 8 steps, {last:.2f} over the last 8; transformers' scores within {worst:.1e}")
+P
+run rm_lora 0 "$SWIFT" "${rm[@]}" --max_steps 4 --save_steps 4 --output_dir "$TMP/rm_lora"
+run grpo_rm_lora 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 1 --reward_funcs accuracy --reward_model "$SFT" \
+  --reward_adapters "$TMP/rm_lora/checkpoint-4" --reward_weights 1 0.5 --output_dir "$TMP/grpo_rm_lora"
+"$PY" - "$TMP/grpo_rm_lora" <<'P' && ok || bad "grpo_rm_lora: the adapter's reward model did not score"
+import json, sys
+row = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l][0]
+assert "rewards/checkpoint-300/mean" in row and "rewards/MathAccuracy/mean" in row, row
+P
+run rm_not_one 2 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 1 --reward_model "$SFT" --output_dir "$TMP/x"
+has rm_not_one_says "has no score head" err
+run rm_weights 2 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 1 --reward_model "$TMP/rm/checkpoint-60" \
+  --reward_weights 1 --output_dir "$TMP/x"
+has rm_weights_says "--reward_weights gives" err
+
+# 10. Errors and ms-swift's flags.
 run no_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --output_dir "$TMP/x"
 has no_reward_says "needs --reward_funcs" err
 run bad_reward 2 "$SWIFT" rlhf --rlhf_type grpo --model "$SFT" --dataset "$TMP/grpo.jsonl" --reward_funcs bleu --output_dir "$TMP/x"

@@ -13,6 +13,7 @@ recomputes everything with swift.
   the policy's gradients (the loss as the trainer backpropagates it: dapo/cispo divided by the tokens).
 - Advantage cases: rl_core.advantage.compute_advantages and compute_reward_metrics on a reward matrix with a
   missing (NaN) reward, a group of equal rewards, for each estimator and scaling.
+- KL-in-reward cases (--kl_in_reward): the same with beta x a KL per completion taken out of the rewards.
 """
 import json
 import os
@@ -244,10 +245,21 @@ def main(out):
                 logged[f"rewards/{k}/std"] = v
             advantage_cases.append(dict(estimator=estimator, scale_rewards=scaling, advantages=adv.tolist(),
                                         rewards=total.tolist(), metrics=logged))
+    # --kl_in_reward: beta x each completion's KL (summed log-ratio) out of the rewards before the advantages, for the
+    # estimators it is ms-swift's default for (and grpo's, asked for).
+    kl_values = torch.rand(12, generator=g) * 3
+    kl_cases = []
+    for estimator, scaling in (("rloo", "none"), ("reinforce_plus_plus", "batch"), ("grpo", "group")):
+        adv, total = compute_advantages(rewards, weights, 4, advantage_estimator=estimator, scale_rewards=scaling,
+                                        kl_in_reward=True, beta=0.04, kl_values=kl_values)
+        m = compute_reward_metrics(total, rewards, ["MathAccuracy", "Format"], 4, scaling)
+        kl_cases.append(dict(estimator=estimator, scale_rewards=scaling, advantages=adv.tolist(), rewards=total.tolist(),
+                             reward=m.reward_mean, reward_std=m.reward_std, kl=kl_values.nanmean().item()))
     reward_cases = builtin_reward_cases()
     missing_as_null = [[None if v != v else v for v in row] for row in rewards.tolist()]
     json.dump(dict(loss_cases=cases, advantage_cases=advantage_cases, reward_cases=reward_cases, rewards=missing_as_null,
-                   reward_weights=weights.tolist(), num_generations=4, temperature=TEMPERATURE),
+                   reward_weights=weights.tolist(), num_generations=4, temperature=TEMPERATURE, kl_beta=0.04,
+                   kl_values=kl_values.tolist(), kl_cases=kl_cases),
               open(f"{out}/manifest.json", "w"), indent=1)
 
 

@@ -36,3 +36,10 @@ if "$py" -c 'import swift.rlhf_trainers.grpo_trainer' 2>/dev/null; then
 else
   reference_missing "$out/grpo" "no ms-swift with its GRPO trainer (and msgspec) in $py (run scripts/setup.sh --tests)"
 fi
+# ms-swift's and TRL's GKD losses (swift rlhf --rlhf_type gkd's reference) into $out/gkd.
+if "$py" -c 'import swift.rlhf_trainers.gkd_loss, trl.experimental.gkd' 2>/dev/null; then
+  "$py" "$here/make_gkd_reference.py" "$out/gkd" 2>&1 | grep -v -E "kernels|INFO:swift|jit" || true
+  test -f "$out/gkd/manifest.json"
+else
+  reference_missing "$out/gkd" "no ms-swift GKD loss and TRL GKD trainer in $py (run scripts/setup.sh --tests)"
+fi

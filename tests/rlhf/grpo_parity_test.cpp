@@ -55,6 +55,14 @@ at::Tensor logps_of(model::CausalLM& m, const at::Tensor& input_ids, const at::T
   return rlhf::token_logps_from_hidden(hidden, labels, [&](const at::Tensor& h) { return m->logits(h); }, temperature);
 }
 
+// The manifest's reward matrix [N, 2] (null: a function's missing reward, NaN).
+at::Tensor manifest_rewards(const nlohmann::json& manifest) {
+  std::vector<float> values;
+  for (const auto& row : manifest.at("rewards"))
+    for (const auto& v : row) values.push_back(v.is_null() ? std::nanf("") : v.get<float>());
+  return at::tensor(values).view({-1, 2});
+}
+
 double relative(double got, double want) { return std::abs(got - want) / (1 + std::abs(want)); }
 
 }  // namespace
@@ -138,10 +146,7 @@ TEST(GrpoParity, LossMetricsAndGradientsAreMsSwifts) {
 TEST(GrpoParity, AdvantagesAndRewardMetricsAreMsSwifts) {
   if (reference_missing()) SWIFT_REFERENCE_MISSING(skip_reason());
   const auto manifest = io::read_json_file(grpo_dir() / "manifest.json");
-  std::vector<float> values;
-  for (const auto& row : manifest.at("rewards"))
-    for (const auto& v : row) values.push_back(v.is_null() ? std::nanf("") : v.get<float>());
-  const at::Tensor rewards = at::tensor(values).view({-1, 2});
+  const at::Tensor rewards = manifest_rewards(manifest);
   const std::vector<double> weights = manifest.at("reward_weights");
   const int64_t K = manifest.at("num_generations");
   int cases = 0;
@@ -186,4 +191,29 @@ TEST(GrpoParity, BuiltinRewardsAreMsSwifts) {
           << name << " of " << batch[i].text << " (solution " << rows[i]["solution"] << ")";
     }
   }
+}
+
+// --kl_in_reward: beta x each completion's KL taken out of the rewards before the advantages, as ms-swift does for
+// rloo and REINFORCE++ (its default there) and for grpo when asked.
+TEST(GrpoParity, KlInRewardIsMsSwifts) {
+  if (reference_missing()) SWIFT_REFERENCE_MISSING(skip_reason());
+  const auto manifest = io::read_json_file(grpo_dir() / "manifest.json");
+  const at::Tensor rewards = manifest_rewards(manifest);
+  const std::vector<double> weights = manifest.at("reward_weights");
+  const at::Tensor kl = at::tensor(manifest.at("kl_values").get<std::vector<float>>());
+  const double beta = manifest.at("kl_beta");
+  int cases = 0;
+  for (const auto& c : manifest.at("kl_cases")) {
+    SCOPED_TRACE(c.at("estimator").get<std::string>());
+    const auto scaling = rlhf::parse_scale_rewards(c.at("scale_rewards"));
+    const auto batch = rlhf::group_advantages(rewards, weights, manifest.at("num_generations"),
+                                              rlhf::parse_advantage_estimator(c.at("estimator")), scaling, beta * kl);
+    EXPECT_LT((batch.advantages - at::tensor(c.at("advantages").get<std::vector<float>>())).abs().max().item<double>(), 1e-5);
+    EXPECT_LT((batch.rewards - at::tensor(c.at("rewards").get<std::vector<float>>())).abs().max().item<double>(), 1e-6);
+    const auto metrics = rlhf::reward_metrics(batch, rewards, {"MathAccuracy", "Format"}, manifest.at("num_generations"), scaling);
+    EXPECT_LT(relative(metrics.at(0).second, c.at("reward").get<double>()), 1e-5);
+    EXPECT_LT(relative(metrics.at(1).second, c.at("reward_std").get<double>()), 1e-5);
+    ++cases;
+  }
+  EXPECT_EQ(cases, 3);
 }

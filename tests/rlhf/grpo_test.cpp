@@ -153,3 +153,24 @@ TEST(RewardFunctions, AnExternalCommandScoresJsonLines) {
   EXPECT_FALSE(rlhf::reward_function("external:head -n 1 > /dev/null; echo 1", s)->score(batch)[0].has_value());
   EXPECT_THROW(rlhf::reward_function("external:", s), UsageError);
 }
+
+// An HTTP endpoint is named by its path's last part; one that cannot be reached costs the batch's rewards with a
+// warning, and the third batch in a row stops the run.
+TEST(RewardFunctions, AnHttpEndpointIsNamedByItsPathAndItsFailuresCount) {
+  rlhf::RewardSettings s;
+  s.reward_timeout = 2;
+  EXPECT_EQ(rlhf::reward_function("http://127.0.0.1:8000/v1/check_answer?strict=1", s)->name(), "check_answer");
+  EXPECT_EQ(rlhf::reward_function("https://scorer.example/", s)->name(), "Http");
+  const nlohmann::json row = {{"solution", "7"}};
+  const std::vector<rlhf::ScoredCompletion> batch = {{"<answer>7</answer>", 5, &row}};
+  const auto down = rlhf::reward_function("http://127.0.0.1:1/score", s);  // port 1: nothing listens
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(down->score(batch)[0].has_value());
+  try {
+    down->score(batch);
+    FAIL() << "expected a DataError";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("the reward endpoint http://127.0.0.1:1/score failed 3 generation batches"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the request failed"), std::string::npos) << e.what();
+  }
+}

@@ -121,3 +121,74 @@ TEST(RlhfOptions, OwnTableAndMethodDefaults) {
     EXPECT_NE(e.message().find("--packing does not apply to swift rlhf"), std::string::npos) << e.message();
   }
 }
+
+namespace {
+
+// swift rlhf --rlhf_type TYPE's options from --model m --dataset d and `args`.
+rlhf::RlhfOptions rlhf_of(const std::string& type, std::vector<std::string> args) {
+  std::vector<std::string> all = {"--model", "m", "--dataset", "d", "--rlhf_type", type};
+  all.insert(all.end(), args.begin(), args.end());
+  return rlhf::rlhf_options(cli::parse_flags("rlhf", rlhf::rlhf_flags(), all));
+}
+
+// Those flags are refused with a message holding `says`.
+void expect_refused(const std::string& type, std::vector<std::string> args, const std::string& says) {
+  try {
+    rlhf_of(type, std::move(args));
+    ADD_FAILURE() << "expected: " << says;
+  } catch (const UserError& e) {
+    EXPECT_NE(e.message().find(says), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+
+// GRPO's KL placement and reward sources, as ms-swift decides them: --kl_in_reward by estimator (off with gdpo and
+// at beta 0), reward models after the functions (weights one per each, names the folders'), dynamic sampling.
+TEST(RlhfOptions, GrpoKlInRewardAndRewardModels) {
+  const auto parse = [](std::vector<std::string> args) { return rlhf_of("grpo", std::move(args)); };
+  EXPECT_FALSE(parse({"--reward_funcs", "format"}).grpo.kl_in_reward);
+  EXPECT_TRUE(parse({"--reward_funcs", "format", "--advantage_estimator", "rloo"}).grpo.kl_in_reward);
+  EXPECT_TRUE(parse({"--reward_funcs", "format", "--advantage_estimator", "reinforce_plus_plus"}).grpo.kl_in_reward);
+  EXPECT_TRUE(parse({"--reward_funcs", "format", "--kl_in_reward", "true"}).grpo.kl_in_reward);
+  EXPECT_FALSE(parse({"--reward_funcs", "format", "--advantage_estimator", "rloo", "--beta", "0"}).grpo.kl_in_reward);
+  EXPECT_FALSE(parse({"--reward_funcs", "format", "--advantage_estimator", "rloo", "--scale_rewards", "gdpo"}).grpo.kl_in_reward);
+  const auto dynamic = parse({"--reward_funcs", "format", "--dynamic_sample", "true", "--max_resample_times", "5"});
+  EXPECT_TRUE(dynamic.grpo.dynamic_sample);
+  EXPECT_EQ(dynamic.grpo.max_resample_times, 5);
+
+  const auto rm = parse({"--reward_funcs", "format", "--reward_model", "/models/rm/checkpoint-60/", "--reward_weights", "1", "0.5"});
+  ASSERT_EQ(rm.grpo.reward_models.size(), 1u);
+  EXPECT_EQ(rlhf::reward_names(rm.grpo), (std::vector<std::string>{"Format", "checkpoint-60"}));
+  EXPECT_EQ(rm.grpo.reward_weights, (std::vector<double>{1, 0.5}));
+  EXPECT_EQ(parse({"--reward_model", "/models/rm"}).grpo.reward_weights, (std::vector<double>{1}))
+      << "a reward model alone is enough";
+  const auto refused = [](std::vector<std::string> args, const std::string& says) { expect_refused("grpo", std::move(args), says); };
+  refused({}, "needs --reward_funcs or --reward_model");
+  refused({"--reward_model", "/models/rm", "--reward_funcs", "format", "--reward_weights", "1"},
+          "--reward_weights gives 1 weights for 1 --reward_funcs and 1 --reward_model");
+  refused({"--reward_model", "a", "b", "--reward_template", "qwen3"}, "--reward_template gives 1 templates for 2 --reward_model");
+  refused({"--reward_model", "a", "b", "--reward_adapters", "x"}, "--reward_adapters applies to a single --reward_model");
+  refused({"--reward_model", "/a/checkpoint-60", "/b/checkpoint-60"}, "two rewards would be logged as checkpoint-60");
+}
+
+// GKD's defaults (ms-swift 4.6's: lmbda 0.5, beta 0.5, temperature 0.9, conversation rows) and what it refuses.
+TEST(RlhfOptions, GkdDefaultsAndRefusals) {
+  const auto parse = [](std::vector<std::string> args) { return rlhf_of("gkd", std::move(args)); };
+  const auto gkd = parse({"--teacher_model", "/models/teacher"});
+  EXPECT_TRUE(gkd.distillation());
+  EXPECT_DOUBLE_EQ(gkd.gkd.lmbda, 0.5);
+  EXPECT_DOUBLE_EQ(gkd.gkd.beta, 0.5);
+  EXPECT_DOUBLE_EQ(gkd.gkd.temperature, 0.9);
+  EXPECT_EQ(gkd.gkd.max_completion_length, 512);
+  EXPECT_EQ(gkd.gkd.teacher_model, "/models/teacher");
+  EXPECT_EQ(gkd.training.data.row_kind, templates::TemplateOptions::RowKind::kConversation);
+  EXPECT_EQ(gkd.training.data.loss_scale, "last_round");
+  EXPECT_DOUBLE_EQ(parse({"--teacher_model", "t", "--beta", "0"}).gkd.beta, 0.0);
+  const auto refused = [](std::vector<std::string> args, const std::string& says) { expect_refused("gkd", std::move(args), says); };
+  refused({}, "--rlhf_type gkd needs --teacher_model");
+  refused({"--teacher_model", "t", "--lmbda", "1.5"}, "--lmbda");
+  refused({"--teacher_model", "t", "--seq_kd", "true"}, "--seq_kd (the teacher's own replies) is not implemented");
+  refused({"--teacher_model", "t", "--gkd_logits_topk", "20"}, "--gkd_logits_topk is not available yet");
+  refused({"--teacher_model", "t", "--ref_model", "r"}, "--ref_model is not used");
+}

@@ -29,7 +29,8 @@ struct Example {
   std::vector<int64_t> rejected_input_ids = {}, rejected_labels = {};
   std::optional<double> margin = std::nullopt;    // the row's "margin" column (reward modelling)
   std::optional<bool> desirable = std::nullopt;   // a labelled reply's "label" (KTO)
-  // GRPO. A prompt row: its columns beside the conversation ("solution", ...), which reward functions read.
+  // GRPO. A prompt row: its columns ("solution", ...), which reward functions read, with "messages" the prompt's
+  // conversation.
   std::shared_ptr<const nlohmann::json> columns = nullptr;
   // A completion generated for it (input_ids: the prompt and the completion, labels on the completion): its
   // advantage, its tokens' log-probabilities when it was generated (one per position after the first, as

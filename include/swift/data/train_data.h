@@ -41,6 +41,7 @@ class InMemoryData : public TrainData {
   nlohmann::json state() const override;
   void restore(const nlohmann::json& state) override;
   size_t size() const { return examples_.size(); }
+  const Example& example(size_t i) const { return examples_.at(i); }
 
  private:
   std::vector<Example> examples_;

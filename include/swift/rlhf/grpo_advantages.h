@@ -29,9 +29,12 @@ struct GroupAdvantages {
 };
 
 // rewards_per_func: [N, F] float32 (NaN: the function gave no reward for that row); weights: F values; N a
-// multiple of num_generations.
+// multiple of num_generations. kl_penalty (--kl_in_reward): [N] beta x each completion's KL to the reference,
+// taken out of the weighted sums before they are compared (and so out of `rewards` and the reward metrics); not
+// with gdpo scaling (ms-swift turns kl_in_reward off there).
 GroupAdvantages group_advantages(const at::Tensor& rewards_per_func, const std::vector<double>& weights,
-                                 int64_t num_generations, AdvantageEstimator estimator, RewardScaling scaling);
+                                 int64_t num_generations, AdvantageEstimator estimator, RewardScaling scaling,
+                                 const at::Tensor& kl_penalty = at::Tensor());
 
 // ms-swift's reward metrics of a generation batch, by name: reward (the mean), reward_std (the mean of the groups'
 // standard deviations; with batch scaling the batch's), frac_reward_zero_std (the share of groups whose rewards are

@@ -11,6 +11,7 @@
 namespace swift::rlhf {
 
 // `reference`: null for the policy with its adapters off (or none at beta 0). `figures`: the rollouts' (shared).
+// With --kl_in_reward the KL is in the advantages: pass options.loss.beta 0 (no KL term, no reference pass).
 std::unique_ptr<train::TrainingObjective> grpo_objective(const GrpoOptions& options, model::CausalLM reference,
                                                          std::shared_ptr<const RolloutFigures> figures,
                                                          const std::vector<std::string>& reward_names);

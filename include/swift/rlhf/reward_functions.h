@@ -54,7 +54,12 @@ std::unique_ptr<RewardFunction> builtin_reward(const std::string& name, const Re
 // from it, with a warning, and the command is started again; the third such batch in a row stops the run
 // (DataError). Named in the metrics by its program's file name (python3 check.py: check).
 std::unique_ptr<RewardFunction> external_reward(const std::string& command, double timeout_s);
-// A built-in, or `external:COMMAND`.
+// `http://...` or `https://...`: a reward function behind an HTTP endpoint. Each generation batch is one POST of
+// the same JSON lines (Content-Type application/x-ndjson); the response (2xx) is one reward or null per line, or a
+// JSON array of them, in order. Failures (no answer within `timeout_s`, an error status, another count of answers)
+// follow external_reward's policy. Named by its path's last part (http://host:8000/score: score).
+std::unique_ptr<RewardFunction> http_reward(const std::string& url, double timeout_s);
+// A built-in, `external:COMMAND` or an http(s):// endpoint.
 std::unique_ptr<RewardFunction> reward_function(const std::string& name, const RewardSettings& settings);
 
 // The functions themselves, for one completion.
