@@ -6,7 +6,7 @@
 #  - the log holds ms-swift's GRPO metrics, completions.jsonl one line per generation batch with ms-swift's columns
 #    (the advantages of each group summing to 0);
 #  - a LoRA run (the reference is the base with the adapter off) resumed from its checkpoint continues exactly as
-#    the run that was not stopped: the same completions, rewards and losses;
+#    the run that was not stopped: the same completions, rewards and losses; QLoRA trains against its 4-bit base;
 #  - 2 ranks, each generating its share of a group that spans them, draw one rank's completions and give its
 #    losses and weights; the advantages are the whole group's;
 #  - --num_iterations 2 under bf16: the first update's ratio is 1, the second's not; a checkpoint inside a generation
@@ -99,6 +99,16 @@ done = [json.loads(l) for l in open(f"{sys.argv[1]}/completions.jsonl")]
 again = [json.loads(l) for l in open(f"{sys.argv[2]}/completions.jsonl")]
 assert [l["completion"] for l in done[2:]] == [l["completion"] for l in again], "other completions after the resume"
 print("steps 3-4 resumed exactly")
+P
+
+# 3b. QLoRA: the 4-bit base is the reference (the adapter off); the first KL is 0, a later one not.
+run qlora 0 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 3 --learning_rate 1e-3 --quant_method bnb --quant_bits 4 \
+  --output_dir "$TMP/qlora"
+has qlora_quantized "quantized 14 linear layers (bitsandbytes nf4" err
+"$PY" - "$TMP/qlora" <<'P' && ok || bad "qlora: the KL to the 4-bit base is not 0 at first and positive after"
+import json, sys
+rows = [json.loads(l) for l in open(f"{sys.argv[1]}/logging.jsonl") if '"loss"' in l]
+assert len(rows) == 3 and rows[0]["kl"] == 0 and rows[-1]["kl"] > 0, [r["kl"] for r in rows]
 P
 
 # 4. Two ranks, one group of 8 over both (4 completions each): the same completions as one rank (each its own seed
