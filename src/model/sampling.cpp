@@ -47,21 +47,36 @@ at::Tensor filter_logits(const at::Tensor& logits_in, const SamplingParams& p) {
   return logits;
 }
 
+namespace {
+
+// One token per row of probs [B, V] (CPU, float32, rows summing to 1), by inverting the row's cumulative
+// distribution at a uniform draw u [B, 1] (double): the first token whose cumulative mass exceeds u x the row's
+// total. V additions per row, where at::multinomial's exponential race takes V logarithms (most of a sampled
+// decode step on the CPU at a 150k vocabulary).
+at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& u) {
+  const at::Tensor cdf = probs.to(at::kDouble).cumsum(-1);
+  const at::Tensor target = u * cdf.narrow(-1, cdf.size(-1) - 1, 1);
+  return at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).clamp_max(cdf.size(-1) - 1).squeeze(-1);
+}
+
+}  // namespace
+
 at::Tensor choose_tokens(const at::Tensor& filtered, const SamplingParams& p, at::Generator& generator) {
   if (p.greedy()) return filtered.argmax(-1);
   // Sampling draws on the CPU so a seed gives the same tokens whatever the device.
-  auto probs = filtered.to(at::kFloat).softmax(-1).to(at::kCPU);
-  return at::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(-1).to(filtered.device());
+  const auto probs = filtered.to(at::kFloat).softmax(-1).to(at::kCPU);
+  const at::Tensor u = at::rand({probs.size(0), 1}, generator, at::TensorOptions().dtype(at::kDouble));
+  return invert_cdf(probs, u).to(filtered.device());
 }
 
 at::Tensor choose_tokens(const at::Tensor& filtered, const SamplingParams& p, const std::vector<at::Generator*>& row_generators) {
   if (p.greedy()) return filtered.argmax(-1);
   TORCH_CHECK(static_cast<int64_t>(row_generators.size()) == filtered.size(0), "choose_tokens: one generator per row");
   const auto probs = filtered.to(at::kFloat).softmax(-1).to(at::kCPU);
-  std::vector<at::Tensor> rows;
+  std::vector<at::Tensor> draws;
   for (int64_t b = 0; b < probs.size(0); ++b)
-    rows.push_back(at::multinomial(probs[b], 1, /*replacement=*/false, *row_generators[static_cast<size_t>(b)]));
-  return at::cat(rows).to(filtered.device());
+    draws.push_back(at::rand({1}, *row_generators[static_cast<size_t>(b)], at::TensorOptions().dtype(at::kDouble)));
+  return invert_cdf(probs, at::stack(draws)).to(filtered.device());
 }
 
 }  // namespace swift::model

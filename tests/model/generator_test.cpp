@@ -152,6 +152,25 @@ TEST(Sampling, TinyTemperatureIsGreedyInsteadOfOverflowing) {
   EXPECT_FALSE(p.greedy());
 }
 
+// A sampled token follows softmax(filtered): over many draws each token's share is its probability, a token
+// filtered out (probability 0) is never drawn, and per-row generators draw alike.
+TEST(Sampling, DrawsFollowTheDistribution) {
+  const at::Tensor probs = at::tensor({0.1f, 0.0f, 0.6f, 0.25f, 0.05f});
+  const at::Tensor logits = probs.log().unsqueeze(0).repeat({4000, 1});  // log 0 = -inf: filtered out
+  model::SamplingParams p;
+  p.temperature = 1.0;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  std::vector<at::Generator> own;
+  std::vector<at::Generator*> rows;
+  for (int64_t i = 0; i < 4000; ++i) own.push_back(at::make_generator<at::CPUGeneratorImpl>(100 + i));
+  for (auto& g : own) rows.push_back(&g);
+  for (const at::Tensor& drawn : {model::choose_tokens(logits, p, gen), model::choose_tokens(logits, p, rows)}) {
+    const at::Tensor counts = at::bincount(drawn, {}, 5).to(at::kDouble) / 4000.0;
+    EXPECT_EQ(counts[1].item<double>(), 0.0) << "a token of probability 0 was drawn";
+    EXPECT_LT((counts - probs.to(at::kDouble)).abs().max().item<double>(), 0.03) << counts;
+  }
+}
+
 TEST(Sampling, RepetitionPenaltyAsTransformers) {
   auto logits = at::tensor({2.0, -2.0, 1.0}, at::kFloat).view({1, 3});
   model::apply_repetition_penalty(logits, {{0, 1, 1}}, 2.0);
