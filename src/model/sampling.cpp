@@ -55,8 +55,13 @@ namespace {
 // decode step on the CPU at a 150k vocabulary).
 at::Tensor invert_cdf(const at::Tensor& probs, const at::Tensor& u) {
   const at::Tensor cdf = probs.to(at::kDouble).cumsum(-1);
-  const at::Tensor target = u * cdf.narrow(-1, cdf.size(-1) - 1, 1);
-  return at::searchsorted(cdf, target, /*out_int32=*/false, /*right=*/true).clamp_max(cdf.size(-1) - 1).squeeze(-1);
+  const at::Tensor total = cdf.narrow(-1, cdf.size(-1) - 1, 1);
+  // Overflowed or NaN logits give no distribution to draw from: an error (as at::multinomial's), never a token.
+  TORCH_CHECK((total.isfinite() & (total > 0)).all().item<bool>(),
+              "sampling: the probabilities are not finite (the logits overflowed or are NaN)");
+  // The first token whose cumulative mass exceeds the target has mass of its own (u < 1 keeps the target below the
+  // total, so the search never runs past the last token with mass).
+  return at::searchsorted(cdf, u * total, /*out_int32=*/false, /*right=*/true).squeeze(-1);
 }
 
 }  // namespace

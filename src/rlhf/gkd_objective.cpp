@@ -4,8 +4,6 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
-#include <deque>
-
 #include "swift/core/error.h"
 #include "swift/data/batch.h"
 #include "swift/rlhf/gkd_loss.h"
@@ -45,23 +43,21 @@ class GkdObjective : public train::TrainingObjective {
     return bytes;
   }
 
-  // The teacher's hidden states, before the student's pass.
-  int frozen_passes() const override { return 1; }
-  at::Tensor frozen_hidden(int, model::CausalLM& policy, const data::Batch& batch) override {
-    const model::ForwardArgs args = train::forward_args(batch, policy->device());
-    if (teacher_) return teacher_->forward_hidden(args);
-    tuners::AdaptersDisabled base(policy);
-    return policy->forward_hidden(args);
-  }
-  void keep_frozen(int, model::CausalLM&, const data::Batch& batch, const at::Tensor& hidden) override {
-    teacher_hidden_.push_back(reply_positions(hidden, batch.labels).detach());
-  }
-
   train::MicroBatchResult compute(model::CausalLM& policy, const data::Batch& batch) override {
-    SWIFT_ASSERT(!teacher_hidden_.empty(), "the teacher's pass runs before the student's (train::run_frozen_passes)");
-    const at::Tensor teacher_h = teacher_hidden_.front();
-    teacher_hidden_.pop_front();
-    const at::Tensor hidden = policy->forward_hidden(train::forward_args(batch, policy->device()));
+    const model::ForwardArgs args = train::forward_args(batch, policy->device());
+    // The teacher's pass first, inside the micro-batch (as ms-swift's compute_loss): only this micro-batch's teacher
+    // states are ever held.
+    at::Tensor teacher_h;
+    {
+      torch::NoGradGuard no_grad;
+      if (teacher_) {
+        teacher_h = reply_positions(teacher_->forward_hidden(args), batch.labels);
+      } else {
+        tuners::AdaptersDisabled base(policy);
+        teacher_h = reply_positions(policy->forward_hidden(args), batch.labels);
+      }
+    }
+    const at::Tensor hidden = policy->forward_hidden(args);
     const at::Tensor student_h = reply_positions(hidden, batch.labels);
     const int64_t n = student_h.size(0);
     at::Tensor total = hidden.new_zeros({}, hidden.options().dtype(at::kFloat));
@@ -80,7 +76,7 @@ class GkdObjective : public train::TrainingObjective {
       }
       total = total + generalized_jsd_sum(policy->logits(student_h.narrow(0, start, rows)), teacher_logits, o_.beta, o_.temperature);
     }
-    at::Tensor loss = n > 0 ? total / static_cast<double>(n) : total * 0;
+    at::Tensor loss = n > 0 ? total / static_cast<double>(n) : hidden.sum().to(at::kFloat) * 0;  // still in the graph
     const auto source = sources_->student_by_round.find(batch.rollout_round);
     const bool student = source != sources_->student_by_round.end() && source->second;
     if (o_.sft_alpha > 0 && !student && n > 0) {
@@ -97,7 +93,6 @@ class GkdObjective : public train::TrainingObjective {
   GkdOptions o_;
   model::CausalLM teacher_;
   std::shared_ptr<const GkdSources> sources_;
-  std::deque<at::Tensor> teacher_hidden_;
 };
 
 }  // namespace

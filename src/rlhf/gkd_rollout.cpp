@@ -56,7 +56,9 @@ class GkdData : public data::TrainData {
     const int64_t step = position_ / s_.accumulation;  // ms-swift's global_step when the batch is drawn
     const bool student = python_random_first(s_.seed + static_cast<uint64_t>(step)) <= s_.options.lmbda;
     (*s_.sources).student_by_round[round] = student;
-    while (s_.sources->student_by_round.size() > 4) s_.sources->student_by_round.erase(s_.sources->student_by_round.begin());
+    // A step's micro-batches are all drawn before any is trained on: keep every round a step can span.
+    const auto kept = static_cast<size_t>(s_.accumulation / steps_per_generation_ + 4);
+    while (s_.sources->student_by_round.size() > kept) s_.sources->student_by_round.erase(s_.sources->student_by_round.begin());
     batch_.assign(static_cast<size_t>(steps_per_generation_), {});
     for (auto& micro : batch_) {
       for (const data::Example* e : rows_->next_micro_batch()) micro.push_back(*e);

@@ -405,7 +405,9 @@ class RolloutData : public data::TrainData {
     fig.names = rollout_figure_names(reward_names, s_.options.kl_in_reward);
     std::vector<double>& values = fig.by_round[round_];
     values.assign(fig.names.size(), std::numeric_limits<double>::quiet_NaN());
-    while (fig.by_round.size() > 4) fig.by_round.erase(fig.by_round.begin());  // a step spans at most a few
+    // A step's micro-batches are all drawn before any is trained on: keep every generation batch a step can span.
+    const auto kept = static_cast<size_t>(s_.accumulation / steps_per_generation_ + 4);
+    while (fig.by_round.size() > kept) fig.by_round.erase(fig.by_round.begin());
     const auto set = [&](const std::string& name, double v) {
       const auto it = std::find(fig.names.begin(), fig.names.end(), name);
       if (it != fig.names.end()) values[static_cast<size_t>(it - fig.names.begin())] = v;

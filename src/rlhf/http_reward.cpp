@@ -2,6 +2,7 @@
 // of the external command's JSON lines; the answer is one reward (or null) per line, or a JSON array of them.
 #include <curl/curl.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "swift/core/error.h"
@@ -55,13 +56,14 @@ class HttpScorer : public RewardFunction {
     char error[CURL_ERROR_SIZE] = "";
     std::string response;
     curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/x-ndjson");
+    headers = curl_slist_append(headers, "Expect:");  // no 100-continue wait before large bodies
     curl_easy_setopt(curl, CURLOPT_URL, url_.c_str());
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error);
     curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout_s_ * 1000));
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, std::max(1L, static_cast<long>(timeout_s_ * 1000)));  // 0 would be none
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, append_body);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &response);
     const CURLcode rc = curl_easy_perform(curl);

@@ -178,14 +178,15 @@ train::TrainingHooks grpo_hooks(const RlhfOptions& options) {
 // else the folder loaded frozen, as a reference model is.
 model::CausalLM teacher_model(const train::ObjectiveContext& ctx, const GkdOptions& options) {
   const train::TrainingOptions& t = ctx.options;
+  SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
+              "swift rlhf --rlhf_type gkd with ZeRO-3 is not available yet (the student generates with the whole model "
+              "on each rank)",
+              "use --deepspeed zero2 or plain data parallelism");
   const bool same = std::filesystem::weakly_canonical(options.teacher_model) == std::filesystem::weakly_canonical(t.model.dir);
   if (same && t.tuner.adapter() && t.tuner.lora.modules_to_save.empty()) {
     log_info("teacher model: the base model (the LoRA adapter switched off; --teacher_model is --model)");
     return model::CausalLM{nullptr};
   }
-  SWIFT_CHECK(!ctx.parameters_sharded, UsageError,
-              "ZeRO-3 shards the student; a separate teacher model (" + options.teacher_model.string() + ") is not supported with it",
-              "use --deepspeed zero2");
   model::LoadOptions load = ctx.load;
   load.dtype = t.model.torch_dtype;  // frozen: no fp32 masters (auto: the checkpoint's dtype)
   log_info("teacher model: ", options.teacher_model.string(), " (frozen)");

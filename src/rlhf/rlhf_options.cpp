@@ -181,7 +181,9 @@ GkdOptions gkd_options(const cli::Flags& flags, cli::Problems& problems) {
   problems.in_range("top_p", g.top_p, 1e-9, 1, "1 keeps every token");
   g.top_k = std::max<int64_t>(flags.integer("top_k"), 0);
   g.min_p = flags.number("min_p");
+  problems.in_range("min_p", g.min_p, 0, 1, "0 is off");
   g.repetition_penalty = flags.number("repetition_penalty");
+  problems.in_range("repetition_penalty", g.repetition_penalty, 1e-9, 100, "1 is off");
   g.steps_per_generation = flags.given("steps_per_generation") ? flags.integer("steps_per_generation") : 0;
   problems.at_least("steps_per_generation", g.steps_per_generation, 0, "leave it unset: the gradient accumulation steps");
   g.teacher_model = flags.str("teacher_model");

@@ -5,8 +5,9 @@
 #    greedy answers become 7;
 #  - the dataset's replies (--lmbda 0) with --sft_alpha train too; LoRA with --teacher_model = --model distils from
 #    the base (the adapter switched off: its first loss is 0 up to rounding);
-#  - a LoRA run resumed from its checkpoint repeats the unbroken run's losses; 2 ranks give 1 rank's losses;
-#  - no --teacher_model, --seq_kd and the model-parallel flags are clear errors (exit 2).
+#  - a LoRA run resumed from its checkpoint repeats the unbroken run's losses; 2 ranks give 1 rank's losses (on
+#    completions of one length: each rank averages over its own reply tokens, as under ms-swift's DDP);
+#  - no --teacher_model, --seq_kd, the model-parallel flags and ZeRO-3 are clear errors (exit 2).
 set -uo pipefail
 SWIFT="$1"
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -72,7 +73,10 @@ P
 lora=("${gkd[@]}" --model "$STUDENT" --lmbda 0.5 --learning_rate 1e-3 --max_steps 4 --save_steps 2)
 run lora 0 "$SWIFT" "${lora[@]}" --output_dir "$TMP/lora"
 run lora_resume 0 "$SWIFT" "${lora[@]}" --output_dir "$TMP/lora_resumed" --resume_from_checkpoint "$TMP/lora/checkpoint-2"
-ranks=("${gkd[@]}" --model "$STUDENT" --train_type full --lmbda 1 --learning_rate 1e-3 --max_steps 3 --adam_epsilon 1e-6)
+# Each rank's loss is the mean over its own reply tokens, averaged over the ranks (as ms-swift under DDP): equal to one
+# rank's when the completions are equally long, as --max_completion_length 4 makes them (every one is cut).
+ranks=("${gkd[@]}" --model "$STUDENT" --train_type full --lmbda 1 --learning_rate 1e-3 --max_steps 3 --adam_epsilon 1e-6
+       --max_completion_length 4)
 run one_rank 0 "$SWIFT" "${ranks[@]}" --output_dir "$TMP/one_rank"
 run two_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" "${ranks[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/two_ranks"
 "$PY" - "$TMP" <<'P' && ok || bad "lora resume / two ranks: the losses differ"
@@ -94,5 +98,8 @@ run seq_kd 2 "$SWIFT" "${gkd[@]}" --model "$STUDENT" --seq_kd true --output_dir 
 has seq_kd_says "--seq_kd (the teacher's own replies) is not implemented" err
 run split 2 env NPROC_PER_NODE=2 "$SWIFT" "${gkd[@]}" --model "$STUDENT" --tp_size 2 --output_dir "$TMP/x"
 has split_says "swift rlhf --rlhf_type gkd with --tp_size" err
+run zero3 2 env NPROC_PER_NODE=2 "$SWIFT" "${gkd[@]}" --model "$STUDENT" --teacher_model "$STUDENT" --deepspeed zero3 \
+  --max_steps 1 --output_dir "$TMP/x"
+has zero3_says "swift rlhf --rlhf_type gkd with ZeRO-3 is not available yet" err
 
 finish gkd

@@ -206,14 +206,15 @@ run http_down 3 "$SWIFT" "${grpo[@]}" --model "$SFT" --max_steps 5 --output_dir 
 has http_down_warns "this generation batch has no check_answer rewards (counted 0)" err
 has http_down_stops "the reward endpoint http://127.0.0.1:$PORT/check_answer failed 3 generation batches in a row" err
 
-# 7. DAPO's dynamic sampling: a group whose 8 answers all miss 7 (or all hit it) trains nothing, so it is replaced by
-#    a group of a newly drawn prompt. Every logged batch then has no equal-reward group; 2 ranks (a group spans
-#    both) keep the same groups and completions as 1 rank; a resume continues exactly (the resampling stream
+# 7. DAPO's dynamic sampling: a group whose answers all miss 7 (or all hit it) trains nothing, so it is replaced by
+#    a group of a newly drawn prompt. Every logged batch then has no equal-reward group; 2 ranks keep the same groups
+#    and completions as 1 rank; a resume continues exactly (the resampling stream
 #    included); with no varied group to be found, the batch trains as generated, with a warning.
+# Groups of 2 (4 a batch): most are equal (both miss 7), so every batch resamples, up to 20 times, to fill its 4.
 dyn=("${grpo[@]}" --model "$SFT" --train_type full --learning_rate 1e-3 --dynamic_sample true --log_completions true
-     --max_steps 4 --save_steps 2)
+     --max_steps 4 --save_steps 2 --num_generations 2 --max_resample_times 20)
 run dynamic 0 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 8 --output_dir "$TMP/dynamic"
-has dynamic_resamples "grpo --dynamic_sample: generation batch 1 filled with 1 resampling" err
+has dynamic_resamples "grpo --dynamic_sample: generation batch 1 filled with" err
 run dynamic_ranks 0 env NPROC_PER_NODE=2 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 4 --output_dir "$TMP/dynamic_ranks"
 run dynamic_resume 0 "$SWIFT" "${dyn[@]}" --per_device_train_batch_size 8 --output_dir "$TMP/dynamic_resumed" \
   --resume_from_checkpoint "$TMP/dynamic/checkpoint-2"
@@ -224,7 +225,8 @@ lines = lambda d: [json.loads(l) for l in open(f"{d}/completions.jsonl")]
 one, two, resumed = rows(sys.argv[1]), rows(sys.argv[2]), rows(sys.argv[3])
 assert len(one) == 4 and all(r["frac_reward_zero_std"] == 0 for r in one), [r["frac_reward_zero_std"] for r in one]
 for line in lines(sys.argv[1]):
-    assert len(set(line["MathAccuracy"])) == 2, line["MathAccuracy"]
+    for g in range(0, 8, 2):  # each group of 2: one right, one wrong
+        assert len(set(line["MathAccuracy"][g:g + 2])) == 2, line["MathAccuracy"]
 assert [l["completion"] for l in lines(sys.argv[1])] == [l["completion"] for l in lines(sys.argv[2])]
 assert [l["completion"] for l in lines(sys.argv[1])][2:] == [l["completion"] for l in lines(sys.argv[3])]
 saved = json.load(open(f"{sys.argv[1]}/checkpoint-2/trainer_state.json"))["data_state"]

@@ -3,6 +3,8 @@
 // scores/logprobs agree with log_softmax of the full forward pass.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
@@ -169,6 +171,16 @@ TEST(Sampling, DrawsFollowTheDistribution) {
     EXPECT_EQ(counts[1].item<double>(), 0.0) << "a token of probability 0 was drawn";
     EXPECT_LT((counts - probs.to(at::kDouble)).abs().max().item<double>(), 0.03) << counts;
   }
+}
+
+// Logits that overflowed (NaN) give no distribution: an error the server turns into that row's failure, never a
+// token.
+TEST(Sampling, NanLogitsAreAnErrorNotAToken) {
+  model::SamplingParams p;
+  p.temperature = 1.0;
+  auto gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  const at::Tensor logits = at::tensor({0.5f, std::nanf(""), 1.0f}).unsqueeze(0);
+  EXPECT_THROW(model::choose_tokens(logits, p, gen), c10::Error);
 }
 
 TEST(Sampling, RepetitionPenaltyAsTransformers) {

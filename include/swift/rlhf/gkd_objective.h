@@ -1,4 +1,4 @@
-// GKD's objective: each micro-batch (gkd_rollout.h) scored by the teacher in a frozen pass before the student's, and
+// GKD's objective: each micro-batch (gkd_rollout.h) scored by the teacher, without gradients, before the student, and
 // trained on the generalised JSD between their next-token distributions at every reply token (gkd_loss.h), a mean
 // over the micro-batch's reply tokens as ms-swift's GKDTrainer; plus --sft_alpha x the cross-entropy on batches of
 // the dataset's replies.
